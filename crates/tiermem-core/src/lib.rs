@@ -1,0 +1,23 @@
+//! tiermem core: the engine loop and the seams between policies and backends.
+//!
+//! Nothing here does I/O or knows how memory is moved. A [`Backend`] (the simulator,
+//! the Linux runtime) observes its address space into a [`Snapshot`]; a [`Policy`]
+//! turns the snapshot into a [`Plan`]; the backend applies the plan. The pattern is
+//! DAMON's core vs. operations split (mm/damon/core.c vs vaddr.c).
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod plan;
+pub mod snapshot;
+pub mod tier;
+pub mod tracker;
+pub mod units;
+
+pub use engine::{Backend, Engine, EngineCounters, Policy};
+pub use error::{Error, ErrorKind, Result};
+pub use plan::{Applied, Move, Plan};
+pub use snapshot::{HeatEvent, Snapshot, TierTelemetry};
+pub use tier::{TierId, TierKind, TierSpec};
+pub use tracker::{Tracker, TrackerSpec, TrackerView};
+pub use units::*;

@@ -1,0 +1,1 @@
+//! Placement policies: one file per policy, named like its config name.

@@ -1,0 +1,5 @@
+//! The simulated tiered-memory machine: tiers with loaded-latency curves, cores with
+//! bounded memory-level parallelism, antagonists, trackers, workloads, and a [`Backend`]
+//! implementation driven by a virtual clock.
+
+pub mod workload;
