@@ -89,3 +89,21 @@ impl<P: Policy> Engine<P> {
         Ok(applied)
     }
 }
+
+impl Policy for Box<dyn Policy> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn tracker(&self) -> TrackerSpec {
+        (**self).tracker()
+    }
+    fn quantum_ns(&self) -> u64 {
+        (**self).quantum_ns()
+    }
+    fn migration_limit_bytes(&self) -> Option<u64> {
+        (**self).migration_limit_bytes()
+    }
+    fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
+        (**self).decide(snap)
+    }
+}

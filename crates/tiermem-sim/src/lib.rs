@@ -3,3 +3,5 @@
 //! implementation driven by a virtual clock.
 
 pub mod workload;
+pub mod output;
+pub use output::{simulate_toml, Column, SimOutput};
