@@ -1,1 +1,58 @@
-fn main() {}
+//! The `tiermem` command.
+
+mod runtime_cmd;
+mod sim_cmd;
+mod trace_cmd;
+
+use clap::{Parser, Subcommand};
+use tiermem_core::Error;
+
+#[derive(Parser)]
+#[command(name = "tiermem", version, about = "Tiered-memory manager: simulate policies, reproduce papers, tier real programs")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate one config: writes summary.json, timeseries.csv and plots to --out.
+    Sim(sim_cmd::SimArgs),
+    /// Reproduce a paper figure (colloid-fig1, ...).
+    Reproduce(sim_cmd::ReproduceArgs),
+    /// Address traces: convert valgrind lackey output to tiermem's binary format, inspect.
+    #[command(subcommand)]
+    Trace(trace_cmd::TraceCommand),
+    /// Run PROGRAM with its memory tiered by tiermem (userfaultfd + compressed tiers).
+    Run(runtime_cmd::RunArgs),
+    /// Show live tier statistics of a program running under `tiermem run`.
+    Stat(runtime_cmd::StatArgs),
+    /// Change the DRAM budget of a program running under `tiermem run`.
+    Budget(runtime_cmd::BudgetArgs),
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let result: Result<i32, Error> = match cli.command {
+        Command::Sim(a) => sim_cmd::sim(a).map(|_| 0),
+        Command::Reproduce(a) => sim_cmd::reproduce(a).map(|_| 0),
+        Command::Trace(c) => trace_cmd::trace(c).map(|_| 0),
+        Command::Run(a) => runtime_cmd::run(a),
+        Command::Stat(a) => runtime_cmd::stat(a).map(|_| 0),
+        Command::Budget(a) => runtime_cmd::budget(a).map(|_| 0),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("tiermem: {e}");
+            std::process::exit(e.kind.exit_code());
+        }
+    }
+}
