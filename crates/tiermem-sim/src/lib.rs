@@ -2,6 +2,8 @@
 //! bounded memory-level parallelism, antagonists, trackers, workloads, and a [`Backend`]
 //! implementation driven by a virtual clock.
 
+pub mod latency;
+pub mod machine;
 pub mod workload;
 pub mod output;
 pub use output::{simulate_toml, Column, SimOutput};

@@ -1,0 +1,277 @@
+//! The machine model: tiers with loaded-latency curves, application cores with bounded
+//! memory-level parallelism, closed-loop antagonists, and the load/latency fixed point.
+//!
+//! Per epoch the offered load on each tier depends on throughput, which depends on latency,
+//! which depends on load (DESIGN.md §3). With per-tier read latency `L_i` and the fraction
+//! `m_i` of the application's operations that hit tier `i`:
+//!
+//! ```text
+//!   L_avg  = Σ m_i L_i                                   (Colloid §3.1)
+//!   n      = min(mlp_lines, ops_in_flight × lines_per_op)  outstanding lines per core
+//!   T_ops  = cores / (lines_per_op × L_avg / n + compute_ns)  (T = N·64/L per core, §2.2)
+//!   reads_i  = T_ops × lines_per_op × m_i  + ant_cores_i × ant_mlp / L_i + migration_i
+//!   writes_i = T_ops × written_lines × m_i + ant_cores_i × ant_mlp / L_i + migration_i
+//!   L_i    = unloaded_i × curve_i((64 reads_i + write_cost_i × 64 writes_i) / peak_i)
+//! ```
+//!
+//! Each tier's latency is the solution of a scalar equation with a decreasing right-hand
+//! side (more latency → less closed-loop load), and `Σ m_i L_i(L_avg) − L_avg` is decreasing
+//! in `L_avg`, so nested bisection finds the unique fixed point.
+
+use crate::latency::Curve;
+use tiermem_core::CACHELINE_BYTES;
+
+/// One tier's physics.
+#[derive(Clone, Debug)]
+pub struct TierModel {
+    pub unloaded_ns: f64,
+    pub peak_bytes_per_s: f64,
+    /// Bandwidth cost of a written byte relative to a read byte (≥ 1 on DRAM channels).
+    pub write_cost: f64,
+    pub curve: Curve,
+}
+
+impl TierModel {
+    /// Effective utilization of the tier for the given traffic (bytes/s).
+    pub fn utilization(&self, read_bytes_per_s: f64, write_bytes_per_s: f64) -> f64 {
+        (read_bytes_per_s + self.write_cost * write_bytes_per_s) / self.peak_bytes_per_s
+    }
+    /// Loaded read latency for the given traffic.
+    pub fn latency_ns(&self, read_bytes_per_s: f64, write_bytes_per_s: f64) -> f64 {
+        self.unloaded_ns * self.curve.multiplier(self.utilization(read_bytes_per_s, write_bytes_per_s))
+    }
+}
+
+/// Application cores.
+#[derive(Clone, Copy, Debug)]
+pub struct CoreModel {
+    pub cores: f64,
+    /// Independent operations a core keeps in flight (limited by dependencies and the
+    /// instruction window; GUPS-like random updates: a few).
+    pub ops_in_flight: f64,
+    /// Maximum outstanding cache-line misses per core (line fill buffers + L2 prefetch
+    /// queue). Larger objects let prefetchers fill it (Colloid §5.1, Fig. 8: in-flight
+    /// misses per core were 2.82× higher with 4096-B objects than with 64-B ones).
+    pub mlp_lines: f64,
+    /// Non-memory time per operation.
+    pub compute_ns_per_op: f64,
+}
+
+/// Everything that loads the tiers during one epoch, besides the solution itself.
+#[derive(Clone, Debug)]
+pub struct Demand<'a> {
+    /// Fraction of application operations served by each tier (sums to 1).
+    pub mass: &'a [f64],
+    pub lines_per_op: f64,
+    pub written_lines_per_op: f64,
+    /// Antagonist cores streaming 1:1 read/write to each tier.
+    pub antagonist_cores: &'a [f64],
+    /// Outstanding lines per antagonist core (sequential streams prefetch deeply).
+    pub antagonist_mlp: f64,
+    /// Migration traffic per tier, bytes/s.
+    pub migration_read_bytes_per_s: &'a [f64],
+    pub migration_write_bytes_per_s: &'a [f64],
+    /// Fraction of time application cores are stalled (TLB shootdowns), in [0, 1).
+    pub app_stall: f64,
+}
+
+/// The solved state of one epoch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Equilibrium {
+    pub latency_ns: Vec<f64>,
+    pub avg_latency_ns: f64,
+    pub app_ops_per_s: f64,
+    /// Application read lines per second per tier.
+    pub app_read_lines_per_s: Vec<f64>,
+    /// All reads (app, antagonist, migration) per tier in requests (lines) per second.
+    pub read_lines_per_s: Vec<f64>,
+    pub read_bytes_per_s: Vec<f64>,
+    pub write_bytes_per_s: Vec<f64>,
+    pub antagonist_bytes_per_s: Vec<f64>,
+    pub utilization: Vec<f64>,
+}
+
+pub struct Machine {
+    pub tiers: Vec<TierModel>,
+    pub cores: CoreModel,
+}
+
+const REL_TOL: f64 = 1e-9;
+
+fn bisect_decreasing(mut lo: f64, f: impl Fn(f64) -> f64) -> f64 {
+    // f(lo) >= 0 by construction; find hi with f(hi) < 0.
+    let mut hi = lo * 2.0;
+    while f(hi) >= 0.0 {
+        lo = hi;
+        hi *= 2.0;
+        if hi > 1e12 {
+            return hi;
+        }
+    }
+    while (hi - lo) > REL_TOL * lo {
+        let mid = 0.5 * (lo + hi);
+        if f(mid) >= 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+impl Machine {
+    /// Application operations per second at a given average read latency.
+    pub fn app_ops_per_s(&self, avg_latency_ns: f64, d: &Demand<'_>) -> f64 {
+        let c = &self.cores;
+        let outstanding = c.mlp_lines.min(c.ops_in_flight * d.lines_per_op);
+        let ns_per_op = d.lines_per_op * avg_latency_ns / outstanding + c.compute_ns_per_op;
+        c.cores / ns_per_op * 1e9 * (1.0 - d.app_stall)
+    }
+
+    /// A tier's latency given the application's op rate (solving its antagonist loop).
+    fn tier_latency(&self, i: usize, app_ops_per_s: f64, d: &Demand<'_>) -> f64 {
+        let t = &self.tiers[i];
+        let line = CACHELINE_BYTES as f64;
+        let app_r = app_ops_per_s * d.lines_per_op * d.mass[i] * line + d.migration_read_bytes_per_s[i];
+        let app_w = app_ops_per_s * d.written_lines_per_op * d.mass[i] * line + d.migration_write_bytes_per_s[i];
+        let ant_lines_ns = d.antagonist_cores[i] * d.antagonist_mlp; // lines in flight
+        if ant_lines_ns == 0.0 {
+            return t.latency_ns(app_r, app_w);
+        }
+        bisect_decreasing(t.unloaded_ns, |l| {
+            let ant = ant_lines_ns / l * 1e9 * line;
+            t.latency_ns(app_r + ant, app_w + ant) - l
+        })
+    }
+
+    /// Solve the epoch's fixed point.
+    pub fn solve(&self, d: &Demand<'_>) -> Equilibrium {
+        let n = self.tiers.len();
+        let lat_at = |avg: f64| -> Vec<f64> {
+            let ops = self.app_ops_per_s(avg, d);
+            (0..n).map(|i| self.tier_latency(i, ops, d)).collect()
+        };
+        let lo: f64 = (0..n).map(|i| d.mass[i] * self.tiers[i].unloaded_ns).sum();
+        let avg = bisect_decreasing(lo.max(1e-3), |x| {
+            let l = lat_at(x);
+            (0..n).map(|i| d.mass[i] * l[i]).sum::<f64>() - x
+        });
+        let latency_ns = lat_at(avg);
+        let avg_latency_ns: f64 = (0..n).map(|i| d.mass[i] * latency_ns[i]).sum();
+        let ops = self.app_ops_per_s(avg_latency_ns, d);
+        let line = CACHELINE_BYTES as f64;
+        let mut eq = Equilibrium { avg_latency_ns, app_ops_per_s: ops, ..Default::default() };
+        for i in 0..n {
+            let l = latency_ns[i];
+            let app_lines = ops * d.lines_per_op * d.mass[i];
+            let ant_lines = d.antagonist_cores[i] * d.antagonist_mlp / l * 1e9;
+            let mig_lines = d.migration_read_bytes_per_s[i] / line;
+            let r = (app_lines + ant_lines) * line + d.migration_read_bytes_per_s[i];
+            let w = (ops * d.written_lines_per_op * d.mass[i] + ant_lines) * line + d.migration_write_bytes_per_s[i];
+            eq.app_read_lines_per_s.push(app_lines);
+            eq.read_lines_per_s.push(app_lines + ant_lines + mig_lines);
+            eq.read_bytes_per_s.push(r);
+            eq.write_bytes_per_s.push(w);
+            eq.antagonist_bytes_per_s.push(2.0 * ant_lines * line);
+            eq.utilization.push(self.tiers[i].utilization(r, w));
+        }
+        eq.latency_ns = latency_ns;
+        eq
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::latency::CurveSpec;
+
+    fn tier(unloaded: f64, peak_gbps: f64, curve: &str) -> TierModel {
+        TierModel {
+            unloaded_ns: unloaded,
+            peak_bytes_per_s: peak_gbps * 1e9,
+            write_cost: 1.75,
+            curve: Curve::from_spec(&CurveSpec::Named(curve.into())).unwrap(),
+        }
+    }
+
+    fn machine(cores: f64, curve: &str) -> Machine {
+        Machine {
+            tiers: vec![tier(70.0, 205.0, curve), tier(135.0, 150.0, curve)],
+            cores: CoreModel { cores, ops_in_flight: 5.0, mlp_lines: 14.0, compute_ns_per_op: 0.0 },
+        }
+    }
+
+    fn demand<'a>(mass: &'a [f64], ant: &'a [f64], zero: &'a [f64]) -> Demand<'a> {
+        Demand {
+            mass,
+            lines_per_op: 1.0,
+            written_lines_per_op: 1.0,
+            antagonist_cores: ant,
+            antagonist_mlp: 22.0,
+            migration_read_bytes_per_s: zero,
+            migration_write_bytes_per_s: zero,
+            app_stall: 0.0,
+        }
+    }
+
+    #[test]
+    fn one_tier_no_load_gives_unloaded_latency_and_little_throughput() {
+        // A flat curve: no load dependence, so L = unloaded exactly and T = cores·N/L.
+        let m = machine(4.0, "flat");
+        for (mass, l0) in [([1.0, 0.0], 70.0), ([0.0, 1.0], 135.0)] {
+            let eq = m.solve(&demand(&mass, &[0.0, 0.0], &[0.0, 0.0]));
+            assert!((eq.avg_latency_ns - l0).abs() / l0 < 0.01, "{eq:?}");
+            let expect = 4.0 * 5.0 / l0 * 1e9; // cores · N / L, in ops (one line each)
+            assert!((eq.app_ops_per_s - expect).abs() / expect < 0.01);
+        }
+    }
+
+    #[test]
+    fn single_core_near_unloaded_on_loaded_curve() {
+        // One core reading with N = 5 barely loads a 205 GB/s tier: within 1 % of unloaded.
+        let m = machine(1.0, "colloid-local");
+        let mut d = demand(&[1.0, 0.0], &[0.0, 0.0], &[0.0, 0.0]);
+        d.written_lines_per_op = 0.0;
+        let eq = m.solve(&d);
+        assert!((eq.latency_ns[0] - 70.0) / 70.0 < 0.01, "{}", eq.latency_ns[0]);
+        let expect = 5.0 / eq.latency_ns[0] * 1e9;
+        assert!((eq.app_ops_per_s - expect).abs() / expect < 1e-6);
+    }
+
+    #[test]
+    fn latency_rises_with_load_and_bandwidth_stays_below_peak() {
+        let mut prev = 0.0;
+        for cores in [1.0, 5.0, 15.0, 30.0, 60.0, 200.0, 1000.0] {
+            let m = machine(cores, "colloid-local");
+            let eq = m.solve(&demand(&[1.0, 0.0], &[0.0, 0.0], &[0.0, 0.0]));
+            assert!(eq.latency_ns[0] > prev, "latency must rise with offered load");
+            prev = eq.latency_ns[0];
+            let raw = eq.read_bytes_per_s[0] + eq.write_bytes_per_s[0];
+            assert!(raw < 205e9, "raw bandwidth {raw} exceeds peak");
+            assert!(eq.utilization[0] < 1.0);
+        }
+    }
+
+    #[test]
+    fn antagonist_alone_matches_colloid_isolation_bandwidth() {
+        // Colloid §2.1: 5/10/15 antagonist cores use 51/65/70 % of 205 GB/s in isolation.
+        let m = machine(0.0, "colloid-local");
+        for (cores, target) in [(5.0, 0.51), (10.0, 0.65), (15.0, 0.70)] {
+            let eq = m.solve(&demand(&[1.0, 0.0], &[cores, 0.0], &[0.0, 0.0]));
+            let share = eq.antagonist_bytes_per_s[0] / 205e9;
+            assert!((share - target).abs() < 0.05, "{cores} cores: {share:.3} vs {target}");
+        }
+    }
+
+    #[test]
+    fn fixed_point_is_consistent() {
+        let m = machine(15.0, "colloid-local");
+        let eq = m.solve(&demand(&[0.7, 0.3], &[10.0, 0.0], &[0.0, 0.0]));
+        for i in 0..2 {
+            let l = m.tiers[i].latency_ns(eq.read_bytes_per_s[i], eq.write_bytes_per_s[i]);
+            assert!((l - eq.latency_ns[i]).abs() / l < 1e-6);
+        }
+        let avg = 0.7 * eq.latency_ns[0] + 0.3 * eq.latency_ns[1];
+        assert!((avg - eq.avg_latency_ns).abs() < 1e-6 * avg);
+    }
+}
