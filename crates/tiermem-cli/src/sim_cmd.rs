@@ -1,28 +1,117 @@
 //! `tiermem sim` and `tiermem reproduce`.
 
 use clap::Args;
-use std::path::PathBuf;
-use tiermem_core::{Error, Result};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use tiermem_core::{Error, ErrorKind, Result};
+use tiermem_sim::reproduce::EXPERIMENTS;
 
 #[derive(Args)]
 pub struct SimArgs {
+    /// Simulation config (TOML); see examples/sim.toml.
     pub config: PathBuf,
+    /// Output directory (summary.json, timeseries.csv, PNG plots).
     #[arg(long)]
     pub out: PathBuf,
+    /// Skip the PNG plots.
+    #[arg(long)]
+    pub no_plots: bool,
 }
 
 #[derive(Args)]
 pub struct ReproduceArgs {
+    /// Experiment name (colloid-fig1, ...).
     pub experiment: String,
     #[arg(long)]
     pub out: PathBuf,
+    /// Shorter runs (within a minute here), same shape of results.
     #[arg(long)]
     pub quick: bool,
+    #[arg(long)]
+    pub no_plots: bool,
 }
 
-pub fn sim(_a: SimArgs) -> Result<()> {
-    Err(Error::usage("not built yet"))
+pub fn sim(a: SimArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&a.config)
+        .map_err(|e| Error::new(ErrorKind::Config, format!("cannot read config {}: {e}", a.config.display())))?;
+    let out = tiermem_sim::simulate_toml(&text, &a.config.display().to_string())?;
+    out.write_to(&a.out)?;
+    let s = &out.summary["steady_state"];
+    println!("policy {}  workload {}", out.summary["policy"], out.summary["workload"]);
+    println!("steady-state throughput {:.4e} ops/s, mean latency {:.1} ns", num(&s["throughput_ops_per_s"]), num(&s["avg_latency_ns"]));
+    if let Some(tiers) = s["tiers"].as_array() {
+        for t in tiers {
+            println!(
+                "  tier {:<10} latency {:>7.1} ns  app share {:>5.1} %",
+                t["name"].as_str().unwrap_or("?"),
+                num(&t["latency_ns"]),
+                100.0 * num(&t["app_share"])
+            );
+        }
+    }
+    if !a.no_plots {
+        plot("timeseries", &a.out);
+    }
+    println!("wrote {}", a.out.display());
+    Ok(())
 }
-pub fn reproduce(_a: ReproduceArgs) -> Result<()> {
-    Err(Error::usage("not built yet"))
+
+pub fn reproduce(a: ReproduceArgs) -> Result<()> {
+    if !EXPERIMENTS.contains(&a.experiment.as_str()) {
+        return Err(Error::usage(format!("unknown experiment `{}`; available: {}", a.experiment, EXPERIMENTS.join(", "))));
+    }
+    let start = std::time::Instant::now();
+    let summary = tiermem_sim::reproduce::run(&a.experiment, &a.out, a.quick)?;
+    print_rows(&summary);
+    if !a.no_plots {
+        plot(&a.experiment, &a.out);
+    }
+    println!("wrote {} in {:.1} s", a.out.display(), start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+/// Print a summary's rows as an aligned table (numbers with 4 significant digits).
+fn print_rows(summary: &Value) {
+    let Some(rows) = summary["rows"].as_array() else { return };
+    let Some(first) = rows.first().and_then(|r| r.as_object()) else { return };
+    let keys: Vec<&String> = first.keys().collect();
+    let cell = |v: &Value| match v {
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if x != 0.0 && (x.abs() >= 1e5 || x.abs() < 1e-2) {
+                format!("{x:.3e}")
+            } else if x.fract() == 0.0 {
+                format!("{x}")
+            } else {
+                format!("{x:.3}")
+            }
+        }
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let table: Vec<Vec<String>> = rows.iter().map(|r| keys.iter().map(|k| cell(&r[k.as_str()])).collect()).collect();
+    let widths: Vec<usize> =
+        keys.iter().enumerate().map(|(i, k)| table.iter().map(|r| r[i].len()).max().unwrap_or(0).max(k.len())).collect();
+    let line = |cells: Vec<String>| cells.iter().enumerate().map(|(i, c)| format!("{c:>w$}", w = widths[i])).collect::<Vec<_>>().join("  ");
+    println!("{}", line(keys.iter().map(|k| k.to_string()).collect()));
+    for r in table {
+        println!("{}", line(r));
+    }
+}
+
+/// Draw PNGs with the Python front (matplotlib). Plots are optional: without Python the
+/// data files are still complete, and we say how to get the plots.
+fn plot(kind: &str, dir: &Path) {
+    let python = std::env::var("TIERMEM_PYTHON").unwrap_or_else(|_| "python3".into());
+    let status = std::process::Command::new(&python).args(["-m", "tiermem.plots", kind]).arg(dir).status();
+    match status {
+        Ok(s) if s.success() => {}
+        _ => eprintln!(
+            "tiermem: plots skipped: `{python} -m tiermem.plots` failed; run `make setup` and set TIERMEM_PYTHON=.venv/bin/python"
+        ),
+    }
 }

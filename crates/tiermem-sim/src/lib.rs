@@ -3,7 +3,12 @@
 //! implementation driven by a virtual clock.
 
 pub mod latency;
+pub mod backend;
+pub mod config;
 pub mod machine;
+pub mod tracker;
 pub mod workload;
 pub mod output;
+pub mod reproduce;
+pub mod runner;
 pub use output::{simulate_toml, Column, SimOutput};

@@ -32,10 +32,22 @@ impl SimOutput {
         }
         out
     }
+
+    /// Write `summary.json` and `timeseries.csv` into `dir` (created if needed).
+    pub fn write_to(&self, dir: &std::path::Path) -> tiermem_core::Result<()> {
+        std::fs::create_dir_all(dir).map_err(|e| tiermem_core::Error::io(dir.display(), e))?;
+        let summary = serde_json::to_string_pretty(&self.summary).expect("json");
+        let p = dir.join("summary.json");
+        std::fs::write(&p, summary + "\n").map_err(|e| tiermem_core::Error::io(p.display(), e))?;
+        let p = dir.join("timeseries.csv");
+        std::fs::write(&p, self.timeseries_csv()).map_err(|e| tiermem_core::Error::io(p.display(), e))?;
+        Ok(())
+    }
 }
 
 /// Run the simulation described by a TOML config (see `examples/sim.toml`).
 pub fn simulate_toml(text: &str, origin: &str) -> tiermem_core::Result<SimOutput> {
-    let _ = (text, origin);
-    Err(tiermem_core::Error::new(tiermem_core::ErrorKind::Internal, "simulator not built yet"))
+    let cfg = crate::config::SimConfig::from_toml(text, origin)?;
+    let outcome = crate::runner::run(&cfg)?;
+    Ok(outcome.output(&cfg))
 }

@@ -1,0 +1,591 @@
+//! The simulator as a [`Backend`]: a virtual clock, the machine model, a workload, a
+//! tracker, and page placement. Each `advance` is split into epochs (≤ `epoch_ms`), each
+//! solved with one fixed point and filled with sampled accesses.
+
+use crate::config::{AntagonistConfig, SimConfig};
+use crate::latency::Curve;
+use crate::machine::{CoreModel, Demand, Equilibrium, Machine, TierModel};
+use crate::tracker::{EpochContext, SimTracker};
+use crate::workload::{OpShape, Workload};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Normal};
+use tiermem_core::{
+    Applied, Backend, HeatEvent, PageIdx, Plan, Result, Snapshot, TierId, TierKind, TierSpec, TierTelemetry, TrackerSpec,
+};
+
+/// One row of the time series (averages over `record_interval_ms`).
+#[derive(Clone, Debug, Default)]
+pub struct Record {
+    pub t_s: f64,
+    pub ops_per_s: f64,
+    pub avg_latency_ns: f64,
+    pub latency_ns: Vec<f64>,
+    pub read_bytes_per_s: Vec<f64>,
+    pub write_bytes_per_s: Vec<f64>,
+    pub used_bytes: Vec<f64>,
+    /// Share of the application's memory traffic served by each tier.
+    pub app_share: Vec<f64>,
+    pub migrated_bytes_per_s: f64,
+    pub pages_tried: f64,
+    pub pages_applied: f64,
+}
+
+#[derive(Default)]
+struct Accum {
+    dt_s: f64,
+    ops: f64,
+    avg_lat: f64,
+    lat: Vec<f64>,
+    rb: Vec<f64>,
+    wb: Vec<f64>,
+    app_lines: Vec<f64>,
+    occupancy: Vec<f64>,
+    reads: Vec<f64>,
+}
+
+impl Accum {
+    fn new(n: usize) -> Accum {
+        Accum {
+            lat: vec![0.0; n],
+            rb: vec![0.0; n],
+            wb: vec![0.0; n],
+            app_lines: vec![0.0; n],
+            occupancy: vec![0.0; n],
+            reads: vec![0.0; n],
+            ..Default::default()
+        }
+    }
+    fn add(&mut self, eq: &Equilibrium, dt_s: f64) {
+        self.dt_s += dt_s;
+        self.ops += eq.app_ops_per_s * dt_s;
+        self.avg_lat += eq.avg_latency_ns * dt_s;
+        for i in 0..self.lat.len() {
+            self.lat[i] += eq.latency_ns[i] * dt_s;
+            self.rb[i] += eq.read_bytes_per_s[i] * dt_s;
+            self.wb[i] += eq.write_bytes_per_s[i] * dt_s;
+            self.app_lines[i] += eq.app_read_lines_per_s[i] * dt_s;
+            // Little's law per tier: occupancy = arrival rate × latency.
+            self.occupancy[i] += eq.read_lines_per_s[i] * eq.latency_ns[i] * 1e-9 * dt_s;
+            self.reads[i] += eq.read_lines_per_s[i] * dt_s;
+        }
+    }
+    fn reset(&mut self) {
+        let n = self.lat.len();
+        *self = Accum::new(n);
+    }
+}
+
+pub struct SimBackend {
+    page_bytes: u64,
+    specs: Vec<TierSpec>,
+    machine: Machine,
+    capacity_pages: Vec<u64>,
+    used_pages: Vec<u64>,
+    placement: Vec<TierId>,
+    workload: Box<dyn Workload>,
+    shape: OpShape,
+    /// Application operation mass per tier.
+    mass: Vec<f64>,
+    exact: bool,
+    applies_since_recompute: u32,
+    measured: Vec<u64>,
+    tracker: SimTracker,
+    events: Vec<HeatEvent>,
+    telemetry: Vec<TierTelemetry>,
+    rng: SmallRng,
+    noise: f64,
+    now_ns: u64,
+    epoch_ns: u64,
+    record_ns: u64,
+    next_record_ns: u64,
+    antagonists: Vec<AntagonistConfig>,
+    antagonist_mlp: f64,
+    accesses_per_sample: f64,
+    scale: f64,
+    sample_carry: f64,
+    // Migration effects of the last `apply`, spread over the next `advance`.
+    pending_mig_read: Vec<f64>,
+    pending_mig_write: Vec<f64>,
+    pending_mig_pages: f64,
+    last_quantum_ns: u64,
+    per_page_ns: f64,
+    copy_bytes_per_s: f64,
+    mig_threads: f64,
+    shootdown_ns: f64,
+    quantum: Accum,
+    interval: Accum,
+    interval_mig_bytes: f64,
+    interval_tried: f64,
+    interval_applied: f64,
+    pub records: Vec<Record>,
+    last_eq: Equilibrium,
+}
+
+impl SimBackend {
+    pub fn new(cfg: &SimConfig) -> Result<SimBackend> {
+        let page_bytes = cfg.page_bytes()?;
+        let workload = crate::workload::build(&cfg.workload, page_bytes, cfg.scale, cfg.seed)?;
+        Self::with_workload(cfg, workload)
+    }
+
+    pub fn with_workload(cfg: &SimConfig, workload: Box<dyn Workload>) -> Result<SimBackend> {
+        let page_bytes = cfg.page_bytes()?;
+        let n = cfg.machine.tiers.len();
+        let mut specs = Vec::new();
+        let mut tiers = Vec::new();
+        let mut capacity_pages = Vec::new();
+        for (i, t) in cfg.machine.tiers.iter().enumerate() {
+            let path = format!("machine.tiers[{i}]");
+            let cap = (t.capacity.bytes(&format!("{path}.capacity"))? as f64 * cfg.scale) as u64;
+            capacity_pages.push(cap / page_bytes);
+            specs.push(TierSpec {
+                name: t.name.clone(),
+                kind: if t.kind == "dram" { TierKind::Dram } else { TierKind::Cxl },
+                capacity_bytes: cap,
+                unloaded_latency_ns: t.unloaded_latency_ns,
+                peak_bandwidth_bytes_per_s: t.peak_bandwidth_gbps * 1e9,
+                cost_per_gb: t.cost_per_gb,
+            });
+            tiers.push(TierModel {
+                unloaded_ns: t.unloaded_latency_ns,
+                peak_bytes_per_s: t.peak_bandwidth_gbps * 1e9,
+                write_cost: t.write_cost,
+                curve: Curve::from_spec(&t.curve).map_err(|e| tiermem_core::config::invalid(&format!("{path}.curve"), e))?,
+            });
+        }
+        let m = &cfg.machine;
+        let machine = Machine {
+            tiers,
+            cores: CoreModel {
+                cores: m.app_cores,
+                ops_in_flight: m.ops_in_flight,
+                mlp_lines: m.mlp_lines,
+                compute_ns_per_op: m.compute_ns_per_op,
+            },
+        };
+        let pages = workload.page_count() as u64;
+        let total_cap: u64 = capacity_pages.iter().sum();
+        if pages > total_cap {
+            return Err(tiermem_core::Error::config(format!(
+                "the workload needs {pages} pages but the tiers hold only {total_cap}; raise machine.tiers[].capacity or shrink the workload"
+            )));
+        }
+        let mut rng = SmallRng::seed_from_u64(cfg.seed ^ 0x5eed_7157);
+        let placement = initial_placement(&cfg.initial_placement, pages as usize, &capacity_pages, &mut rng);
+        let mut used_pages = vec![0u64; n];
+        for t in &placement {
+            used_pages[t.index()] += 1;
+        }
+        let shape = workload.op_shape();
+        let exact = workload.probabilities().is_some();
+        let mut b = SimBackend {
+            page_bytes,
+            specs,
+            machine,
+            capacity_pages,
+            used_pages,
+            placement,
+            workload,
+            shape,
+            mass: vec![0.0; n],
+            exact,
+            applies_since_recompute: 0,
+            measured: vec![0; n],
+            tracker: SimTracker::None,
+            events: Vec::new(),
+            telemetry: vec![TierTelemetry::default(); n],
+            rng,
+            noise: m.telemetry_noise,
+            now_ns: 0,
+            epoch_ns: (cfg.epoch_ms * 1e6) as u64,
+            record_ns: (cfg.record_interval_ms * 1e6) as u64,
+            next_record_ns: (cfg.record_interval_ms * 1e6) as u64,
+            antagonists: cfg.antagonist.clone(),
+            antagonist_mlp: m.antagonist_mlp,
+            accesses_per_sample: cfg.accesses_per_sample,
+            scale: cfg.scale,
+            sample_carry: 0.0,
+            pending_mig_read: vec![0.0; n],
+            pending_mig_write: vec![0.0; n],
+            pending_mig_pages: 0.0,
+            last_quantum_ns: 10_000_000,
+            per_page_ns: m.migration.per_page_ns,
+            copy_bytes_per_s: m.migration.copy_gbps * 1e9,
+            mig_threads: m.migration.threads,
+            shootdown_ns: m.migration.shootdown_ns,
+            quantum: Accum::new(n),
+            interval: Accum::new(n),
+            interval_mig_bytes: 0.0,
+            interval_tried: 0.0,
+            interval_applied: 0.0,
+            records: Vec::new(),
+            last_eq: Equilibrium::default(),
+        };
+        b.recompute_mass();
+        Ok(b)
+    }
+
+    pub fn placement(&self) -> &[TierId] {
+        &self.placement
+    }
+    pub fn workload(&self) -> &dyn Workload {
+        self.workload.as_ref()
+    }
+    pub fn finished(&self) -> bool {
+        self.workload.finished()
+    }
+    pub fn capacity_pages(&self) -> &[u64] {
+        &self.capacity_pages
+    }
+
+    /// Replace the placement wholesale (static placements, best-case search).
+    pub fn set_placement(&mut self, placement: Vec<TierId>) -> Result<()> {
+        assert_eq!(placement.len(), self.placement.len());
+        let mut used = vec![0u64; self.specs.len()];
+        for t in &placement {
+            used[t.index()] += 1;
+        }
+        for (i, u) in used.iter().enumerate() {
+            if *u > self.capacity_pages[i] {
+                return Err(tiermem_core::Error::new(
+                    tiermem_core::ErrorKind::Internal,
+                    format!("placement puts {u} pages in tier {i} of capacity {}", self.capacity_pages[i]),
+                ));
+            }
+        }
+        self.placement = placement;
+        self.used_pages = used;
+        self.recompute_mass();
+        Ok(())
+    }
+
+    fn recompute_mass(&mut self) {
+        let n = self.specs.len();
+        let mut mass = vec![0.0; n];
+        match self.workload.probabilities() {
+            Some(p) => {
+                for (page, t) in self.placement.iter().enumerate() {
+                    mass[t.index()] += p[page];
+                }
+            }
+            None => {
+                let total: u64 = self.measured.iter().sum();
+                if total == 0 {
+                    for t in &self.placement {
+                        mass[t.index()] += 1.0 / self.placement.len().max(1) as f64;
+                    }
+                } else {
+                    for i in 0..n {
+                        mass[i] = self.measured[i] as f64 / total as f64;
+                    }
+                }
+            }
+        }
+        let sum: f64 = mass.iter().sum();
+        if sum > 0.0 {
+            mass.iter_mut().for_each(|m| *m /= sum);
+        }
+        self.mass = mass;
+        self.applies_since_recompute = 0;
+    }
+
+    fn antagonist_cores(&self, now_ns: u64) -> Vec<f64> {
+        let mut cores = vec![0.0; self.specs.len()];
+        let t = now_ns as f64 / 1e9;
+        for a in &self.antagonists {
+            if t >= a.start_s && a.end_s.is_none_or(|e| t < e) {
+                cores[a.tier] += a.cores;
+            }
+        }
+        cores
+    }
+
+    /// Next time something scheduled changes (antagonist start/end), after `now`.
+    fn next_change_ns(&self, now_ns: u64) -> u64 {
+        let mut next = u64::MAX;
+        for a in &self.antagonists {
+            for t in [Some(a.start_s), a.end_s].into_iter().flatten() {
+                let ns = (t * 1e9) as u64;
+                if ns > now_ns {
+                    next = next.min(ns);
+                }
+            }
+        }
+        next
+    }
+
+    /// The last epoch's solved state.
+    pub fn equilibrium(&self) -> &Equilibrium {
+        &self.last_eq
+    }
+
+    /// Solve the machine for the current placement and schedule, without advancing time.
+    pub fn solve_now(&self) -> Equilibrium {
+        let zero = vec![0.0; self.specs.len()];
+        let ant = self.antagonist_cores(self.now_ns);
+        self.machine.solve(&Demand {
+            mass: &self.mass,
+            lines_per_op: self.shape.lines_per_op as f64,
+            written_lines_per_op: self.shape.written_lines_per_op,
+            antagonist_cores: &ant,
+            antagonist_mlp: self.antagonist_mlp,
+            migration_read_bytes_per_s: &zero,
+            migration_write_bytes_per_s: &zero,
+            app_stall: 0.0,
+        })
+    }
+
+    fn epoch(&mut self, step_ns: u64, mig_read: &[f64], mig_write: &[f64], stall: f64) {
+        if self.workload.advance_to(self.now_ns) {
+            self.recompute_mass();
+        }
+        let ant = self.antagonist_cores(self.now_ns);
+        let eq = self.machine.solve(&Demand {
+            mass: &self.mass,
+            lines_per_op: self.shape.lines_per_op as f64,
+            written_lines_per_op: self.shape.written_lines_per_op,
+            antagonist_cores: &ant,
+            antagonist_mlp: self.antagonist_mlp,
+            migration_read_bytes_per_s: mig_read,
+            migration_write_bytes_per_s: mig_write,
+            app_stall: stall,
+        });
+        let step_s = step_ns as f64 / 1e9;
+        // Sampled accesses: the access path.
+        let want = eq.app_ops_per_s * step_s / self.accesses_per_sample + self.sample_carry;
+        let n = want.floor() as u64;
+        self.sample_carry = want - n as f64;
+        let exact = self.exact;
+        let dt_per = step_ns as f64 / n.max(1) as f64;
+        for i in 0..n {
+            if self.workload.finished() {
+                break;
+            }
+            let a = self.workload.next(&mut self.rng);
+            let tier = self.placement[a.page as usize];
+            self.measured[tier.index()] += 1;
+            let t = self.now_ns + (i as f64 * dt_per) as u64;
+            self.tracker.on_access(a.page, a.write, t, exact);
+        }
+        self.now_ns += step_ns;
+        self.quantum.add(&eq, step_s);
+        self.interval.add(&eq, step_s);
+        let probs = self.workload.probabilities();
+        let mut ctx = EpochContext {
+            now_ns: self.now_ns,
+            placement: &self.placement,
+            probabilities: probs,
+            ops_per_s: eq.app_ops_per_s,
+            rng: &mut self.rng,
+        };
+        self.tracker.on_epoch(&mut ctx);
+        if !exact {
+            self.recompute_mass();
+            self.measured.iter_mut().for_each(|m| *m = 0);
+        }
+        self.last_eq = eq;
+        if self.now_ns >= self.next_record_ns {
+            self.flush_record();
+            self.next_record_ns += self.record_ns;
+        }
+    }
+
+    fn flush_record(&mut self) {
+        let a = &self.interval;
+        if a.dt_s <= 0.0 {
+            return;
+        }
+        let n = self.specs.len();
+        let app_total: f64 = a.app_lines.iter().sum();
+        self.records.push(Record {
+            t_s: self.now_ns as f64 / 1e9,
+            ops_per_s: a.ops / a.dt_s,
+            avg_latency_ns: a.avg_lat / a.dt_s,
+            latency_ns: (0..n).map(|i| a.lat[i] / a.dt_s).collect(),
+            read_bytes_per_s: (0..n).map(|i| a.rb[i] / a.dt_s).collect(),
+            write_bytes_per_s: (0..n).map(|i| a.wb[i] / a.dt_s).collect(),
+            used_bytes: (0..n).map(|i| (self.used_pages[i] * self.page_bytes) as f64).collect(),
+            app_share: (0..n).map(|i| if app_total > 0.0 { a.app_lines[i] / app_total } else { 0.0 }).collect(),
+            migrated_bytes_per_s: self.interval_mig_bytes / a.dt_s,
+            pages_tried: self.interval_tried,
+            pages_applied: self.interval_applied,
+        });
+        self.interval.reset();
+        self.interval_mig_bytes = 0.0;
+        self.interval_tried = 0.0;
+        self.interval_applied = 0.0;
+    }
+
+    fn noisy(&mut self, x: f64) -> f64 {
+        if self.noise <= 0.0 {
+            return x;
+        }
+        let n = Normal::new(1.0, self.noise).expect("valid noise");
+        x * n.sample(&mut self.rng).max(0.0)
+    }
+}
+
+fn initial_placement(how: &str, pages: usize, capacity: &[u64], rng: &mut SmallRng) -> Vec<TierId> {
+    let fill_in_order = |order: &[usize]| -> Vec<TierId> {
+        let mut out = Vec::with_capacity(pages);
+        let mut tier = 0;
+        let mut used = 0u64;
+        for _ in 0..pages {
+            while used >= capacity[order[tier]] {
+                tier += 1;
+                used = 0;
+            }
+            out.push(TierId(order[tier] as u8));
+            used += 1;
+        }
+        out
+    };
+    let n = capacity.len();
+    if let Some(t) = how.strip_prefix("tier:").and_then(|t| t.parse::<usize>().ok()) {
+        let mut order = vec![t];
+        order.extend((0..n).filter(|&i| i != t));
+        return fill_in_order(&order);
+    }
+    let mut p = fill_in_order(&(0..n).collect::<Vec<_>>());
+    if how == "random" {
+        // Fisher–Yates keeps per-tier counts and randomises which pages go where.
+        for i in (1..p.len()).rev() {
+            let j = rng.gen_range(0..=i);
+            p.swap(i, j);
+        }
+    }
+    p
+}
+
+impl Backend for SimBackend {
+    fn page_bytes(&self) -> u64 {
+        self.page_bytes
+    }
+    fn tier_specs(&self) -> &[TierSpec] {
+        &self.specs
+    }
+    fn install_tracker(&mut self, spec: &TrackerSpec) -> Result<()> {
+        self.tracker = SimTracker::new(spec, self.placement.len(), self.accesses_per_sample, self.scale);
+        Ok(())
+    }
+    fn advance(&mut self, dt_ns: u64) -> Result<()> {
+        self.quantum.reset();
+        self.events.clear();
+        let dt = dt_ns.max(1);
+        let dt_s = dt as f64 / 1e9;
+        let mig_read: Vec<f64> = self.pending_mig_read.iter().map(|b| b / dt_s).collect();
+        let mig_write: Vec<f64> = self.pending_mig_write.iter().map(|b| b / dt_s).collect();
+        let stall = (self.pending_mig_pages * self.shootdown_ns / dt as f64).min(0.9);
+        self.pending_mig_read.iter_mut().for_each(|b| *b = 0.0);
+        self.pending_mig_write.iter_mut().for_each(|b| *b = 0.0);
+        self.pending_mig_pages = 0.0;
+        self.last_quantum_ns = dt;
+        let end = self.now_ns + dt;
+        while self.now_ns < end {
+            let step = (end - self.now_ns)
+                .min(self.epoch_ns)
+                .min(self.next_change_ns(self.now_ns) - self.now_ns)
+                .min(self.next_record_ns.saturating_sub(self.now_ns).max(1));
+            self.epoch(step, &mig_read, &mig_write, stall);
+        }
+        // Telemetry for the quantum, as uncore counters would report it.
+        let n = self.specs.len();
+        let q = std::mem::replace(&mut self.quantum, Accum::new(n));
+        for i in 0..n {
+            let occ = q.occupancy[i] / q.dt_s;
+            let rate = q.reads[i] / q.dt_s;
+            let (occ, rate) = (self.noisy(occ), self.noisy(rate));
+            self.telemetry[i] = TierTelemetry {
+                used_bytes: self.used_pages[i] * self.page_bytes,
+                capacity_bytes: self.capacity_pages[i] * self.page_bytes,
+                occupancy: occ,
+                arrival_rate_per_s: rate,
+                read_bytes_per_s: q.rb[i] / q.dt_s,
+                write_bytes_per_s: q.wb[i] / q.dt_s,
+            };
+        }
+        self.quantum = q;
+        self.tracker.drain(&mut self.events);
+        Ok(())
+    }
+    fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+    fn observe(&mut self) -> Snapshot<'_> {
+        Snapshot {
+            now_ns: self.now_ns,
+            quantum_ns: self.last_quantum_ns,
+            page_bytes: self.page_bytes,
+            tier_specs: &self.specs,
+            tiers: &self.telemetry,
+            placement: &self.placement,
+            events: &self.events,
+        }
+    }
+    fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
+        let mut a = Applied::default();
+        let page = self.page_bytes;
+        let mut quota = quota_bytes.map(|q| (q as f64 * self.scale) as u64);
+        // The migration threads' time in the next quantum bounds how much they can move.
+        let per_page = self.per_page_ns + page as f64 / self.copy_bytes_per_s * 1e9;
+        let mut thread_pages = (self.last_quantum_ns as f64 * self.mig_threads / per_page).floor() as u64;
+        let probs = self.workload.probabilities();
+        for mv in &plan.moves {
+            for p in mv.range.pages() {
+                a.pages_tried += 1;
+                let Some(from) = self.placement.get(p as usize).copied() else { continue };
+                let to = mv.to;
+                if to.index() >= self.specs.len() {
+                    continue;
+                }
+                if from == to {
+                    a.pages_already_there += 1;
+                    continue;
+                }
+                if quota.is_some_and(|q| q < page) || thread_pages == 0 {
+                    a.pages_over_quota += 1;
+                    continue;
+                }
+                if self.used_pages[to.index()] >= self.capacity_pages[to.index()] {
+                    a.pages_no_capacity += 1;
+                    continue;
+                }
+                if let Some(q) = quota.as_mut() {
+                    *q -= page;
+                }
+                thread_pages -= 1;
+                self.placement[p as usize] = to;
+                self.used_pages[from.index()] -= 1;
+                self.used_pages[to.index()] += 1;
+                if let Some(pr) = probs {
+                    let w = pr[p as usize];
+                    self.mass[from.index()] -= w;
+                    self.mass[to.index()] += w;
+                }
+                self.pending_mig_read[from.index()] += page as f64;
+                self.pending_mig_write[to.index()] += page as f64;
+                self.pending_mig_pages += 1.0;
+                a.pages_applied += 1;
+                a.bytes_moved += page;
+            }
+        }
+        if self.exact && a.pages_applied > 0 {
+            self.applies_since_recompute += 1;
+            if self.applies_since_recompute >= 256 {
+                self.recompute_mass();
+            } else {
+                self.mass.iter_mut().for_each(|m| *m = m.max(0.0));
+            }
+        }
+        self.interval_mig_bytes += a.bytes_moved as f64;
+        self.interval_tried += a.pages_tried as f64;
+        self.interval_applied += a.pages_applied as f64;
+        a
+    }
+}
+
+/// Page indices of a placement in a given tier (helper for tests and harnesses).
+pub fn pages_in(placement: &[TierId], tier: TierId) -> Vec<PageIdx> {
+    placement.iter().enumerate().filter(|(_, t)| **t == tier).map(|(i, _)| i as PageIdx).collect()
+}

@@ -1,0 +1,274 @@
+//! The simulation config: one TOML schema, strict (unknown fields are errors naming
+//! their full path). `examples/sim.toml` documents every field.
+
+use crate::latency::{Curve, CurveSpec};
+use crate::workload::config::WorkloadConfig;
+use serde::{Deserialize, Serialize};
+use tiermem_core::config::{check_range, invalid, join, Validate};
+use tiermem_core::{parse_size, Result};
+use tiermem_policies::PolicyConfig;
+
+/// A size written as a string ("32G", "2MiB") or an integer number of bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Size {
+    Bytes(u64),
+    Text(String),
+}
+
+impl Size {
+    pub fn bytes(&self, path: &str) -> Result<u64> {
+        match self {
+            Size::Bytes(b) => Ok(*b),
+            Size::Text(t) => parse_size(t).map_err(|e| invalid(path, e)),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// Seed for every random draw: same config + seed = same numbers.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Virtual seconds to simulate.
+    pub duration_s: f64,
+    /// Multiplies every footprint and tier capacity (and migration/scan rates), so a 72 GiB
+    /// experiment runs at 7.2 GiB with the same ratios; see docs/simulator.md.
+    #[serde(default = "one")]
+    pub scale: f64,
+    /// Each simulated access stands for this many real ones.
+    #[serde(default = "default_sample")]
+    pub accesses_per_sample: f64,
+    /// Resolution of the time series.
+    #[serde(default = "default_record_ms")]
+    pub record_interval_ms: f64,
+    /// Longest span solved with one fixed point.
+    #[serde(default = "default_epoch_ms")]
+    pub epoch_ms: f64,
+    /// The summary's steady-state numbers average the last fraction of the run.
+    #[serde(default = "default_steady")]
+    pub steady_state_fraction: f64,
+    /// Where pages start: "first-touch" (fill tiers in order), "tier:N" (all in tier N,
+    /// capacity permitting), "random".
+    #[serde(default = "default_initial")]
+    pub initial_placement: String,
+    pub machine: MachineConfig,
+    #[serde(default)]
+    pub antagonist: Vec<AntagonistConfig>,
+    pub workload: WorkloadConfig,
+    pub policy: PolicyConfig,
+    #[serde(default)]
+    pub engine: EngineConfig,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Global cap on migration bandwidth (GB/s), on top of the policy's own limit.
+    pub migration_limit_gbps: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineConfig {
+    /// Page (migration unit) size, e.g. "4K" or "2M".
+    pub page_size: Size,
+    pub app_cores: f64,
+    /// Independent operations each app core keeps in flight.
+    pub ops_in_flight: f64,
+    /// Max outstanding cache-line misses per core (LFBs + prefetch).
+    pub mlp_lines: f64,
+    #[serde(default)]
+    pub compute_ns_per_op: f64,
+    /// Outstanding lines per antagonist core.
+    #[serde(default = "default_ant_mlp")]
+    pub antagonist_mlp: f64,
+    /// Relative noise (standard deviation) on the occupancy/rate telemetry.
+    #[serde(default)]
+    pub telemetry_noise: f64,
+    pub tiers: Vec<TierConfig>,
+    #[serde(default)]
+    pub migration: MigrationConfig,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierConfig {
+    pub name: String,
+    /// "dram" or "cxl" (remote socket / CXL expander).
+    pub kind: String,
+    pub capacity: Size,
+    pub unloaded_latency_ns: f64,
+    pub peak_bandwidth_gbps: f64,
+    #[serde(default = "one")]
+    pub write_cost: f64,
+    pub curve: CurveSpec,
+    #[serde(default = "one")]
+    pub cost_per_gb: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigrationConfig {
+    /// Fixed CPU cost per migrated page on the migration thread: fault + unmap + TLB
+    /// shootdown (HeMem's simulator: 2 µs fault + 4 µs shootdown; ICS'18 measured ~13 µs).
+    #[serde(default = "default_per_page_ns")]
+    pub per_page_ns: f64,
+    /// Copy speed of one migration thread, GB/s.
+    #[serde(default = "default_copy_gbps")]
+    pub copy_gbps: f64,
+    #[serde(default = "one")]
+    pub threads: f64,
+    /// App-core stall per migrated page (TLB shootdown IPI), ns.
+    #[serde(default = "default_shootdown_ns")]
+    pub shootdown_ns: f64,
+}
+
+impl Default for MigrationConfig {
+    fn default() -> Self {
+        MigrationConfig {
+            per_page_ns: default_per_page_ns(),
+            copy_gbps: default_copy_gbps(),
+            threads: 1.0,
+            shootdown_ns: default_shootdown_ns(),
+        }
+    }
+}
+
+/// Antagonist cores streaming 1:1 read/write traffic to one tier during [start_s, end_s).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AntagonistConfig {
+    pub tier: usize,
+    pub cores: f64,
+    #[serde(default)]
+    pub start_s: f64,
+    pub end_s: Option<f64>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn one() -> f64 {
+    1.0
+}
+fn default_sample() -> f64 {
+    1000.0
+}
+fn default_record_ms() -> f64 {
+    100.0
+}
+fn default_epoch_ms() -> f64 {
+    10.0
+}
+fn default_steady() -> f64 {
+    0.25
+}
+fn default_initial() -> String {
+    "first-touch".into()
+}
+fn default_ant_mlp() -> f64 {
+    22.0
+}
+fn default_per_page_ns() -> f64 {
+    6000.0
+}
+fn default_copy_gbps() -> f64 {
+    8.0
+}
+fn default_shootdown_ns() -> f64 {
+    4000.0
+}
+
+impl SimConfig {
+    pub fn from_toml(text: &str, origin: &str) -> Result<SimConfig> {
+        let cfg: SimConfig = tiermem_core::config::from_toml_str(text, origin)?;
+        cfg.validate("").map_err(|e| e.context(origin.to_string()))?;
+        Ok(cfg)
+    }
+
+    pub fn page_bytes(&self) -> Result<u64> {
+        self.machine.page_size.bytes("machine.page_size")
+    }
+}
+
+impl Validate for SimConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        check_range(&join(p, "duration_s"), self.duration_s, 1e-3, 1e7)?;
+        check_range(&join(p, "scale"), self.scale, 1e-6, 1.0)?;
+        check_range(&join(p, "accesses_per_sample"), self.accesses_per_sample, 1.0, 1e9)?;
+        check_range(&join(p, "record_interval_ms"), self.record_interval_ms, 0.1, 1e6)?;
+        check_range(&join(p, "epoch_ms"), self.epoch_ms, 0.01, 1e4)?;
+        check_range(&join(p, "steady_state_fraction"), self.steady_state_fraction, 0.01, 1.0)?;
+        let ip = &self.initial_placement;
+        let ok = ip == "first-touch"
+            || ip == "random"
+            || ip.strip_prefix("tier:").and_then(|n| n.parse::<usize>().ok()).is_some_and(|n| n < self.machine.tiers.len());
+        if !ok {
+            return Err(invalid(
+                &join(p, "initial_placement"),
+                format!("`{ip}` is not a placement; use \"first-touch\", \"random\" or \"tier:N\" with N < number of tiers"),
+            ));
+        }
+        self.machine.validate(&join(p, "machine"))?;
+        for (i, a) in self.antagonist.iter().enumerate() {
+            let ap = join(p, &format!("antagonist[{i}]"));
+            if a.tier >= self.machine.tiers.len() {
+                return Err(invalid(&join(&ap, "tier"), format!("tier {} does not exist; the machine has {} tiers", a.tier, self.machine.tiers.len())));
+            }
+            check_range(&join(&ap, "cores"), a.cores, 0.0, 4096.0)?;
+            check_range(&join(&ap, "start_s"), a.start_s, 0.0, 1e7)?;
+            if let Some(e) = a.end_s {
+                if e <= a.start_s {
+                    return Err(invalid(&join(&ap, "end_s"), "must be after start_s"));
+                }
+            }
+        }
+        self.workload.validate(&join(p, "workload"))?;
+        self.policy.validate(&join(p, "policy"))?;
+        if let Some(g) = self.engine.migration_limit_gbps {
+            check_range(&join(p, "engine.migration_limit_gbps"), g, 0.0, 1e4)?;
+        }
+        Ok(())
+    }
+}
+
+impl Validate for MachineConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        let page = self.page_size.bytes(&join(p, "page_size"))?;
+        if !page.is_power_of_two() || page < 4096 {
+            return Err(invalid(&join(p, "page_size"), format!("{page} is not a power of two ≥ 4096; use e.g. \"4K\" or \"2M\"")));
+        }
+        check_range(&join(p, "app_cores"), self.app_cores, 0.0, 4096.0)?;
+        check_range(&join(p, "ops_in_flight"), self.ops_in_flight, 0.01, 1024.0)?;
+        check_range(&join(p, "mlp_lines"), self.mlp_lines, 1.0, 1024.0)?;
+        check_range(&join(p, "compute_ns_per_op"), self.compute_ns_per_op, 0.0, 1e9)?;
+        check_range(&join(p, "antagonist_mlp"), self.antagonist_mlp, 0.0, 1024.0)?;
+        check_range(&join(p, "telemetry_noise"), self.telemetry_noise, 0.0, 1.0)?;
+        if self.tiers.is_empty() || self.tiers.len() > 8 {
+            return Err(invalid(&join(p, "tiers"), "give between 1 and 8 [[machine.tiers]] tables"));
+        }
+        for (i, t) in self.tiers.iter().enumerate() {
+            let tp = join(p, &format!("tiers[{i}]"));
+            if t.kind != "dram" && t.kind != "cxl" {
+                return Err(invalid(&join(&tp, "kind"), format!("`{}` is not a simulated tier kind; use \"dram\" or \"cxl\"", t.kind)));
+            }
+            let cap = t.capacity.bytes(&join(&tp, "capacity"))?;
+            if cap == 0 {
+                return Err(invalid(&join(&tp, "capacity"), "must be > 0"));
+            }
+            check_range(&join(&tp, "unloaded_latency_ns"), t.unloaded_latency_ns, 1.0, 1e6)?;
+            check_range(&join(&tp, "peak_bandwidth_gbps"), t.peak_bandwidth_gbps, 0.001, 1e5)?;
+            check_range(&join(&tp, "write_cost"), t.write_cost, 0.1, 10.0)?;
+            check_range(&join(&tp, "cost_per_gb"), t.cost_per_gb, 0.0, 1e6)?;
+            Curve::from_spec(&t.curve).map_err(|e| invalid(&join(&tp, "curve"), e))?;
+        }
+        let m = join(p, "migration");
+        check_range(&join(&m, "per_page_ns"), self.migration.per_page_ns, 0.0, 1e9)?;
+        check_range(&join(&m, "copy_gbps"), self.migration.copy_gbps, 0.001, 1e4)?;
+        check_range(&join(&m, "threads"), self.migration.threads, 0.01, 1024.0)?;
+        check_range(&join(&m, "shootdown_ns"), self.migration.shootdown_ns, 0.0, 1e9)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,135 @@
+//! Running one config to the end, and turning the run into a summary and a time series.
+
+use crate::backend::{Record, SimBackend};
+use crate::config::SimConfig;
+use crate::output::{Column, SimOutput};
+use serde_json::json;
+use tiermem_core::{Backend, Engine, EngineCounters, Policy, Result};
+
+/// A finished run.
+pub struct RunOutcome {
+    pub backend: SimBackend,
+    pub counters: EngineCounters,
+    pub policy: String,
+    pub wall_time_s: f64,
+}
+
+/// Averages over the steady-state window (the last `fraction` of the run).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Steady {
+    pub throughput_ops_per_s: f64,
+    pub avg_latency_ns: f64,
+    pub latency_ns: Vec<f64>,
+    pub app_share: Vec<f64>,
+    pub read_bytes_per_s: Vec<f64>,
+    pub write_bytes_per_s: Vec<f64>,
+    pub migrated_bytes_per_s: f64,
+}
+
+/// Build the policy a config names and run it.
+pub fn run(cfg: &SimConfig) -> Result<RunOutcome> {
+    let backend = SimBackend::new(cfg)?;
+    let policy = tiermem_policies::build(&cfg.policy)?;
+    run_with(cfg, backend, policy)
+}
+
+/// Run a given policy over a given backend for `cfg.duration_s`.
+pub fn run_with(cfg: &SimConfig, mut backend: SimBackend, policy: Box<dyn Policy>) -> Result<RunOutcome> {
+    let start = std::time::Instant::now();
+    let mut engine = Engine::new(policy, &mut backend)?;
+    engine.global_limit_bytes_per_s = cfg.engine.migration_limit_gbps.map(|g| g * 1e9);
+    let end_ns = (cfg.duration_s * 1e9) as u64;
+    while backend.now_ns() < end_ns && !backend.finished() {
+        engine.step(&mut backend)?;
+    }
+    Ok(RunOutcome {
+        policy: engine.policy.name(),
+        counters: engine.counters.clone(),
+        backend,
+        wall_time_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Time-weighted mean of the records in the last `fraction` of the run.
+pub fn steady(records: &[Record], fraction: f64) -> Steady {
+    let Some(last) = records.last() else { return Steady::default() };
+    let from = last.t_s * (1.0 - fraction);
+    let window: Vec<&Record> = records.iter().filter(|r| r.t_s > from + 1e-12).collect();
+    let k = window.len().max(1) as f64;
+    let n = last.latency_ns.len();
+    let mean = |f: &dyn Fn(&Record) -> f64| window.iter().map(|r| f(r)).sum::<f64>() / k;
+    Steady {
+        throughput_ops_per_s: mean(&|r| r.ops_per_s),
+        avg_latency_ns: mean(&|r| r.avg_latency_ns),
+        latency_ns: (0..n).map(|i| mean(&|r| r.latency_ns[i])).collect(),
+        app_share: (0..n).map(|i| mean(&|r| r.app_share[i])).collect(),
+        read_bytes_per_s: (0..n).map(|i| mean(&|r| r.read_bytes_per_s[i])).collect(),
+        write_bytes_per_s: (0..n).map(|i| mean(&|r| r.write_bytes_per_s[i])).collect(),
+        migrated_bytes_per_s: mean(&|r| r.migrated_bytes_per_s),
+    }
+}
+
+impl RunOutcome {
+    pub fn steady(&self, fraction: f64) -> Steady {
+        steady(&self.backend.records, fraction)
+    }
+
+    /// The per-quantum time series as named columns.
+    pub fn timeseries(&self) -> Vec<Column> {
+        let recs = &self.backend.records;
+        let n = self.backend.tier_specs().len();
+        let col = |name: String, f: &dyn Fn(&Record) -> f64| Column { name, values: recs.iter().map(f).collect() };
+        let mut cols = vec![
+            col("t_s".into(), &|r| r.t_s),
+            col("throughput_ops_per_s".into(), &|r| r.ops_per_s),
+            col("avg_latency_ns".into(), &|r| r.avg_latency_ns),
+        ];
+        for i in 0..n {
+            cols.push(col(format!("tier{i}_latency_ns"), &|r| r.latency_ns[i]));
+            cols.push(col(format!("tier{i}_read_bytes_per_s"), &|r| r.read_bytes_per_s[i]));
+            cols.push(col(format!("tier{i}_write_bytes_per_s"), &|r| r.write_bytes_per_s[i]));
+            cols.push(col(format!("tier{i}_used_bytes"), &|r| r.used_bytes[i]));
+            cols.push(col(format!("app_share_tier{i}"), &|r| r.app_share[i]));
+        }
+        cols.push(col("migrated_bytes_per_s".into(), &|r| r.migrated_bytes_per_s));
+        cols.push(col("pages_tried".into(), &|r| r.pages_tried));
+        cols.push(col("pages_applied".into(), &|r| r.pages_applied));
+        cols
+    }
+
+    pub fn output(&self, cfg: &SimConfig) -> SimOutput {
+        let s = self.steady(cfg.steady_state_fraction);
+        let specs = self.backend.tier_specs();
+        let tiers: Vec<_> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                json!({
+                    "name": t.name,
+                    "latency_ns": s.latency_ns.get(i),
+                    "app_share": s.app_share.get(i),
+                    "read_bytes_per_s": s.read_bytes_per_s.get(i),
+                    "write_bytes_per_s": s.write_bytes_per_s.get(i),
+                    "capacity_bytes": t.capacity_bytes,
+                })
+            })
+            .collect();
+        let summary = json!({
+            "experiment": "sim",
+            "policy": self.policy,
+            "workload": self.backend.workload().name(),
+            "seed": cfg.seed,
+            "duration_s": cfg.duration_s,
+            "steady_state": {
+                "fraction": cfg.steady_state_fraction,
+                "throughput_ops_per_s": s.throughput_ops_per_s,
+                "avg_latency_ns": s.avg_latency_ns,
+                "migrated_bytes_per_s": s.migrated_bytes_per_s,
+                "tiers": tiers,
+            },
+            "counters": self.counters,
+            "wall_time_s": self.wall_time_s,
+        });
+        SimOutput { summary, timeseries: self.timeseries() }
+    }
+}

@@ -1,0 +1,269 @@
+//! Trackers as the hardware would expose them. Each sees the simulated access stream
+//! (every simulated access stands for `accesses_per_sample` real ones) and, where the
+//! workload is stationary, its exact per-page probabilities, so that time-to-fault and
+//! access bits are drawn exactly rather than from the thinned stream.
+
+use rand::rngs::SmallRng;
+use rand::Rng;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use tiermem_core::{HeatEvent, PageIdx, TierId, Tracker, TrackerSpec, TrackerView};
+
+const UNMARKED: u64 = u64::MAX;
+
+/// What the backend knows at an epoch boundary.
+pub struct EpochContext<'a> {
+    pub now_ns: u64,
+    pub placement: &'a [TierId],
+    /// Per-operation access probability of each page, if the workload is stationary.
+    pub probabilities: Option<&'a [f64]>,
+    /// Real application operations per second in the epoch that just ended.
+    pub ops_per_s: f64,
+    pub rng: &'a mut SmallRng,
+}
+
+/// PEBS-like: one sample every `period` real accesses, counted exactly across the
+/// thinned stream (an access standing for k real ones advances the counter by k).
+pub struct Pebs {
+    period: f64,
+    per_access: f64,
+    counter: f64,
+    pending: Vec<HeatEvent>,
+}
+
+/// TPP / NUMA-balancing hint faults.
+pub struct HintFaults {
+    scan_period_ns: u64,
+    scan_pages: u64,
+    tiers: Vec<TierId>,
+    cursor: usize,
+    next_scan_ns: u64,
+    /// Time each page was unmapped, or UNMARKED.
+    marked_at: Vec<u64>,
+    /// Faults drawn from exact probabilities: (fault time, page).
+    due: BinaryHeap<Reverse<(u64, PageIdx)>>,
+    pending: Vec<HeatEvent>,
+}
+
+/// Access-bit scanning.
+pub struct AccessBits {
+    scan_period_ns: u64,
+    next_scan_ns: u64,
+    last_scan_ns: u64,
+    touched: Vec<bool>,
+    pending: Vec<HeatEvent>,
+}
+
+pub enum SimTracker {
+    None,
+    Pebs(Pebs),
+    HintFaults(HintFaults),
+    AccessBits(AccessBits),
+}
+
+impl SimTracker {
+    /// Build from a policy's spec. `scale` shrinks the page space; rates are adjusted so a
+    /// page sees the same number of samples/scans per second as at full scale.
+    pub fn new(spec: &TrackerSpec, pages: usize, accesses_per_sample: f64, scale: f64) -> SimTracker {
+        match spec {
+            TrackerSpec::None => SimTracker::None,
+            TrackerSpec::Pebs { sample_period } => SimTracker::Pebs(Pebs {
+                period: (*sample_period as f64 / scale).max(1.0),
+                per_access: accesses_per_sample,
+                counter: 0.0,
+                pending: Vec::new(),
+            }),
+            TrackerSpec::HintFault { scan_period_ns, scan_pages, tiers } => SimTracker::HintFaults(HintFaults {
+                scan_period_ns: (*scan_period_ns).max(1),
+                scan_pages: ((*scan_pages as f64 * scale).round() as u64).max(1),
+                tiers: tiers.clone(),
+                cursor: 0,
+                next_scan_ns: 0,
+                marked_at: vec![UNMARKED; pages],
+                due: BinaryHeap::new(),
+                pending: Vec::new(),
+            }),
+            TrackerSpec::AccessBit { scan_period_ns } => SimTracker::AccessBits(AccessBits {
+                scan_period_ns: (*scan_period_ns).max(1),
+                next_scan_ns: *scan_period_ns,
+                last_scan_ns: 0,
+                touched: vec![false; pages],
+                pending: Vec::new(),
+            }),
+        }
+    }
+
+    /// The access path: called for every simulated access. Must stay cheap.
+    #[inline]
+    pub fn on_access(&mut self, page: PageIdx, write: bool, now_ns: u64, exact: bool) {
+        match self {
+            SimTracker::None => {}
+            SimTracker::Pebs(p) => {
+                p.counter += p.per_access;
+                while p.counter >= p.period {
+                    p.counter -= p.period;
+                    p.pending.push(HeatEvent::Sample { page, write });
+                }
+            }
+            SimTracker::HintFaults(h) => {
+                if !exact {
+                    let m = h.marked_at[page as usize];
+                    if m != UNMARKED && now_ns >= m {
+                        h.marked_at[page as usize] = UNMARKED;
+                        h.pending.push(HeatEvent::HintFault { page, time_to_fault_ns: (now_ns - m) as f64 });
+                    }
+                }
+            }
+            SimTracker::AccessBits(a) => {
+                if !exact {
+                    a.touched[page as usize] = true;
+                }
+            }
+        }
+    }
+
+    /// Epoch boundary: run scanners that are due and deliver faults whose time has come.
+    pub fn on_epoch(&mut self, ctx: &mut EpochContext<'_>) {
+        match self {
+            SimTracker::None | SimTracker::Pebs(_) => {}
+            SimTracker::HintFaults(h) => h.on_epoch(ctx),
+            SimTracker::AccessBits(a) => a.on_epoch(ctx),
+        }
+    }
+
+    pub fn drain(&mut self, out: &mut Vec<HeatEvent>) {
+        let pending = match self {
+            SimTracker::None => return,
+            SimTracker::Pebs(p) => &mut p.pending,
+            SimTracker::HintFaults(h) => &mut h.pending,
+            SimTracker::AccessBits(a) => &mut a.pending,
+        };
+        out.append(pending);
+    }
+}
+
+fn exp_draw(rng: &mut SmallRng, rate_per_ns: f64) -> f64 {
+    let u: f64 = rng.gen::<f64>();
+    -(1.0 - u).ln() / rate_per_ns
+}
+
+impl HintFaults {
+    fn on_epoch(&mut self, ctx: &mut EpochContext<'_>) {
+        // Deliver exact-mode faults that happened by now.
+        while let Some(Reverse((t, page))) = self.due.peek().copied() {
+            if t > ctx.now_ns {
+                break;
+            }
+            self.due.pop();
+            let m = self.marked_at[page as usize];
+            if m != UNMARKED {
+                self.marked_at[page as usize] = UNMARKED;
+                self.pending.push(HeatEvent::HintFault { page, time_to_fault_ns: (t - m) as f64 });
+            }
+        }
+        // Scan: unmap the next `scan_pages` eligible pages, round robin.
+        let n = self.marked_at.len();
+        while ctx.now_ns >= self.next_scan_ns && n > 0 {
+            let at = self.next_scan_ns;
+            self.next_scan_ns += self.scan_period_ns;
+            let mut marked = 0;
+            let mut visited = 0;
+            while marked < self.scan_pages && visited < n {
+                let page = self.cursor;
+                self.cursor = (self.cursor + 1) % n;
+                visited += 1;
+                if !self.tiers.contains(&ctx.placement[page]) || self.marked_at[page] != UNMARKED {
+                    continue;
+                }
+                self.marked_at[page] = at;
+                marked += 1;
+                if let Some(probs) = ctx.probabilities {
+                    let rate = probs[page] * ctx.ops_per_s / 1e9;
+                    if rate > 0.0 {
+                        let t = at as f64 + exp_draw(ctx.rng, rate);
+                        if t < u64::MAX as f64 / 2.0 {
+                            self.due.push(Reverse((t as u64, page as PageIdx)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl AccessBits {
+    fn on_epoch(&mut self, ctx: &mut EpochContext<'_>) {
+        while ctx.now_ns >= self.next_scan_ns {
+            let span_ns = (self.next_scan_ns - self.last_scan_ns) as f64;
+            for page in 0..self.touched.len() {
+                let hit = match ctx.probabilities {
+                    Some(p) => {
+                        let lambda = p[page] * ctx.ops_per_s / 1e9 * span_ns;
+                        lambda > 0.0 && ctx.rng.gen::<f64>() < 1.0 - (-lambda).exp()
+                    }
+                    None => std::mem::replace(&mut self.touched[page], false),
+                };
+                if hit {
+                    self.pending.push(HeatEvent::Accessed { page: page as PageIdx });
+                }
+            }
+            self.last_scan_ns = self.next_scan_ns;
+            self.next_scan_ns += self.scan_period_ns;
+        }
+    }
+}
+
+/// The core `Tracker` trait, for uses outside the simulator's own loop.
+impl Tracker for SimTracker {
+    fn on_access(&mut self, page: PageIdx, write: bool, now_ns: u64) {
+        SimTracker::on_access(self, page, write, now_ns, false)
+    }
+    fn end_quantum(&mut self, _view: &TrackerView<'_>, out: &mut Vec<HeatEvent>) {
+        self.drain(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn pebs_counts_exactly_through_thinning() {
+        let mut t = SimTracker::new(&TrackerSpec::Pebs { sample_period: 5000 }, 4, 1000.0, 1.0);
+        for i in 0..100 {
+            t.on_access(i % 4, false, 0, true);
+        }
+        let mut out = Vec::new();
+        t.drain(&mut out);
+        assert_eq!(out.len(), 100 * 1000 / 5000);
+    }
+
+    #[test]
+    fn hint_fault_time_matches_rate() {
+        // One page with probability 1 at 1e6 ops/s: mean time-to-fault 1 µs.
+        let spec = TrackerSpec::HintFault { scan_period_ns: 1_000_000, scan_pages: 1, tiers: vec![TierId(0)] };
+        let mut t = SimTracker::new(&spec, 1, 1.0, 1.0);
+        let placement = [TierId(0)];
+        let probs = [1.0];
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut out = Vec::new();
+        let mut now = 0;
+        for _ in 0..4000 {
+            let mut ctx = EpochContext { now_ns: now, placement: &placement, probabilities: Some(&probs), ops_per_s: 1e6, rng: &mut rng };
+            t.on_epoch(&mut ctx);
+            now += 500_000;
+        }
+        t.drain(&mut out);
+        let ttf: Vec<f64> = out
+            .iter()
+            .map(|e| match e {
+                HeatEvent::HintFault { time_to_fault_ns, .. } => *time_to_fault_ns,
+                _ => panic!(),
+            })
+            .collect();
+        assert!(ttf.len() > 1500);
+        let mean = ttf.iter().sum::<f64>() / ttf.len() as f64;
+        assert!((mean - 1000.0).abs() < 100.0, "mean ttf {mean}");
+    }
+}
