@@ -1,0 +1,181 @@
+//! The runtime as a core [`Backend`]: the same seam the simulator implements. The manager
+//! thread runs the core [`Engine`] over it.
+
+use crate::budget_policy::BudgetPolicy;
+use crate::runtime::{MoveResult, Runtime, EVICT_BATCH};
+use crate::sys::{self, PAGE};
+use tiermem_core::{
+    Applied, Backend, Engine, Error, ErrorKind, HeatEvent, Plan, Result, Snapshot, TierId, TierKind, TierSpec, TierTelemetry, TrackerSpec,
+};
+
+pub struct RuntimeBackend {
+    rt: &'static Runtime,
+    specs: Vec<TierSpec>,
+    telemetry: Vec<TierTelemetry>,
+    placement: Vec<TierId>,
+    events: Vec<HeatEvent>,
+    scan_period_ns: u64,
+    scan_pages: u64,
+    next_scan_ns: u64,
+    now: u64,
+}
+
+impl RuntimeBackend {
+    pub fn new(rt: &'static Runtime) -> RuntimeBackend {
+        let mut specs = vec![TierSpec {
+            name: "dram".into(),
+            kind: TierKind::Dram,
+            capacity_bytes: u64::MAX,
+            unloaded_latency_ns: 100.0,
+            peak_bandwidth_bytes_per_s: 10e9,
+            cost_per_gb: 1.0,
+        }];
+        for (k, t) in rt.cfg.tiers.iter().enumerate() {
+            specs.push(TierSpec {
+                name: format!("{}:{}", k + 1, t.codec),
+                kind: TierKind::Compressed { codec: t.codec.clone(), allocator: t.allocator.clone() },
+                capacity_bytes: u64::MAX,
+                unloaded_latency_ns: 10_000.0,
+                peak_bandwidth_bytes_per_s: 1e9,
+                cost_per_gb: 0.3,
+            });
+        }
+        RuntimeBackend {
+            rt,
+            specs,
+            telemetry: Vec::new(),
+            placement: Vec::new(),
+            events: Vec::new(),
+            scan_period_ns: rt.cfg.sampler.scan_period_ms * 1_000_000,
+            scan_pages: rt.cfg.sampler.scan_pages,
+            next_scan_ns: 0,
+            now: sys::now_ns(),
+        }
+    }
+}
+
+impl Backend for RuntimeBackend {
+    fn page_bytes(&self) -> u64 {
+        PAGE as u64
+    }
+    fn tier_specs(&self) -> &[TierSpec] {
+        &self.specs
+    }
+    fn install_tracker(&mut self, spec: &TrackerSpec) -> Result<()> {
+        match spec {
+            TrackerSpec::HintFault { scan_period_ns, scan_pages, .. } => {
+                self.scan_period_ns = *scan_period_ns;
+                self.scan_pages = *scan_pages;
+                Ok(())
+            }
+            TrackerSpec::None => {
+                self.scan_pages = 0;
+                Ok(())
+            }
+            other => Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("the Linux runtime provides hint-fault and tier-fault tracking, not {other:?} (no hardware PMU here)"),
+            )),
+        }
+    }
+    fn advance(&mut self, dt_ns: u64) -> Result<()> {
+        std::thread::sleep(std::time::Duration::from_nanos(dt_ns));
+        self.now = sys::now_ns();
+        if self.scan_pages > 0 && self.now >= self.next_scan_ns {
+            self.next_scan_ns = self.now + self.scan_period_ns;
+            self.rt.sample(self.scan_pages as usize);
+        }
+        Ok(())
+    }
+    fn now_ns(&self) -> u64 {
+        self.now - self.rt.start_ns
+    }
+    fn observe(&mut self) -> Snapshot<'_> {
+        {
+            let mut st = self.rt.lock();
+            st.quanta += 1;
+            self.placement.clear();
+            self.placement.extend_from_slice(&st.placement);
+            self.events.clear();
+            std::mem::swap(&mut self.events, &mut st.events);
+            self.telemetry.clear();
+            self.telemetry.push(TierTelemetry {
+                used_bytes: st.resident * PAGE as u64,
+                capacity_bytes: st.budget_bytes(),
+                ..Default::default()
+            });
+            for t in &st.tiers {
+                self.telemetry.push(TierTelemetry { used_bytes: t.pages * PAGE as u64, capacity_bytes: u64::MAX, ..Default::default() });
+            }
+        }
+        Snapshot {
+            now_ns: self.now - self.rt.start_ns,
+            quantum_ns: self.rt.cfg.quantum_ms * 1_000_000,
+            page_bytes: PAGE as u64,
+            tier_specs: &self.specs,
+            tiers: &self.telemetry,
+            placement: &self.placement,
+            events: &self.events,
+        }
+    }
+    fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
+        let mut a = Applied::default();
+        let pages: Vec<(usize, u8)> = plan.moves.iter().flat_map(|m| m.range.pages().map(move |p| (p as usize, m.to.0))).collect();
+        for chunk in pages.chunks(EVICT_BATCH) {
+            let mut st = self.rt.lock();
+            for (slot, &(p, to)) in chunk.iter().enumerate() {
+                a.pages_tried += 1;
+                if quota_bytes.is_some_and(|q| a.bytes_moved + PAGE as u64 > q) {
+                    a.pages_over_quota += 1;
+                    continue;
+                }
+                match self.rt.move_page(&mut st, p, to, slot) {
+                    MoveResult::Applied => {
+                        a.pages_applied += 1;
+                        a.bytes_moved += PAGE as u64;
+                    }
+                    MoveResult::AlreadyThere => a.pages_already_there += 1,
+                    MoveResult::NoCapacity | MoveResult::Refused => a.pages_no_capacity += 1,
+                }
+            }
+            self.rt.end_batch(&mut st);
+        }
+        a
+    }
+}
+
+/// The manager thread: engine steps, stats publication, budget requests.
+pub fn manager_loop(rt: &'static Runtime) {
+    let policy = BudgetPolicy::new(rt.cfg.quantum_ms * 1_000_000, rt.cfg.sampler.scan_period_ms * 1_000_000, rt.cfg.sampler.scan_pages);
+    let mut backend = RuntimeBackend::new(rt);
+    let mut engine = match Engine::new(policy, &mut backend) {
+        Ok(e) => e,
+        Err(e) => {
+            crate::runtime::report(&format!("manager not started: {e}"));
+            return;
+        }
+    };
+    let ctl = crate::control::Control::new(&rt.cfg.run_dir, std::process::id());
+    let mut next_pub = 0u64;
+    while !rt.stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let frozen = rt.lock().frozen;
+        if frozen {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            continue;
+        }
+        if let Err(e) = engine.step(&mut backend) {
+            crate::runtime::report(&format!("engine step failed: {e}"));
+        }
+        let now = sys::now_ns();
+        if now >= next_pub {
+            next_pub = now + 250_000_000;
+            if let Some(b) = ctl.take_budget_request() {
+                rt.lock().budget = b;
+            }
+            let st = rt.stats();
+            if st.regions > 0 && rt.publish.load(std::sync::atomic::Ordering::Relaxed) {
+                ctl.publish(&st);
+            }
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! tiermem-stress: threads + fork + mremap + madvise + random reads/writes with checksums.
+//!
+//! Run it under `tiermem run --dram-budget 10% -- tiermem-stress ...`. Every 4 KiB page of
+//! every region carries (tag, version) and a body derived from both; a reader checks all
+//! 512 words. Pages are owned by one thread each (page % threads), so expected versions are
+//! exact; the expected-version table is itself in managed memory. Periodically the main
+//! thread stops the world and:
+//!   fork   : the child checks every page, writes its own versions (copy-on-write: the
+//!            parent must not see them), re-checks, exits with the number of mismatches;
+//!   mremap : grows a region (maybe moving it), checks the new tail is zero, shrinks back;
+//!   madvise: MADV_DONTNEED on a page run, which must then read as zero (version 0).
+//! Exit status 0 only with zero mismatches; prints a summary line.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+const PAGE: usize = 4096;
+const WORDS: usize = PAGE / 8;
+
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ceb9fe1a85ec53);
+    x ^ (x >> 33)
+}
+
+/// Expected word `i` of a page with `tag` at `version` (version 0 = never written = zeros).
+#[inline]
+fn word(tag: u64, version: u64, i: usize) -> u64 {
+    if version == 0 {
+        return 0;
+    }
+    match i {
+        0 => tag,
+        1 => version,
+        // A 16-word repeating body: compressible (so the page really goes to a compressed
+        // tier), yet every word depends on (tag, version).
+        _ => mix(tag ^ (version << 20)) ^ (i % 16) as u64,
+    }
+}
+
+struct Region {
+    ptr: usize,
+    pages: usize,
+}
+
+struct Shared {
+    regions: Vec<RwLock<Region>>,
+    /// Expected versions, one per page of all regions (in managed memory: a Vec of u64).
+    expect: Vec<AtomicU64>,
+    base: Vec<usize>,
+    threads: usize,
+    world: RwLock<()>,
+    stop: AtomicBool,
+    mismatches: AtomicU64,
+    ops: AtomicU64,
+}
+
+fn check_page(p: *const u64, tag: u64, v: u64) -> bool {
+    for i in 0..WORDS {
+        let w = unsafe { p.add(i).read_volatile() };
+        if w != word(tag, v, i) {
+            eprintln!("MISMATCH tag={tag:#x} version={v} word {i}: got {w:#x} want {:#x}", word(tag, v, i));
+            return false;
+        }
+    }
+    true
+}
+
+fn write_page(p: *mut u64, tag: u64, v: u64) {
+    for i in 0..WORDS {
+        unsafe { p.add(i).write_volatile(word(tag, v, i)) };
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
+        mix(self.0)
+    }
+}
+
+fn arg(args: &[String], name: &str, default: u64) -> u64 {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mb = arg(&args, "--mb", 64) as usize;
+    let threads = arg(&args, "--threads", 4) as usize;
+    let seconds = arg(&args, "--seconds", 10);
+    let nregions = arg(&args, "--regions", 4) as usize;
+    let forks = arg(&args, "--forks", 3);
+    let target_faults = arg(&args, "--target-faults", 0);
+    let write_pct = arg(&args, "--write-pct", 30);
+    let seed = arg(&args, "--seed", 1);
+
+    let total_pages = mb * 256;
+    let per = (total_pages / nregions).max(1);
+    let mut regions = Vec::new();
+    let mut base = Vec::new();
+    for r in 0..nregions {
+        let len = per * PAGE;
+        let ptr = if r % 2 == 0 {
+            // mmap'd region
+            let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+            assert_ne!(p, libc::MAP_FAILED, "mmap failed");
+            p as usize
+        } else {
+            // malloc'd region (page aligned for the page model)
+            let p = unsafe { libc::aligned_alloc(PAGE, len) };
+            assert!(!p.is_null());
+            unsafe { std::ptr::write_bytes(p as *mut u8, 0, len) };
+            p as usize
+        };
+        base.push(r * per);
+        regions.push(RwLock::new(Region { ptr, pages: per }));
+    }
+    let expect: Vec<AtomicU64> = (0..nregions * per).map(|_| AtomicU64::new(0)).collect();
+    let sh = Arc::new(Shared {
+        regions,
+        expect,
+        base,
+        threads,
+        world: RwLock::new(()),
+        stop: AtomicBool::new(false),
+        mismatches: AtomicU64::new(0),
+        ops: AtomicU64::new(0),
+    });
+
+    let mut hs = Vec::new();
+    for t in 0..threads {
+        let sh = sh.clone();
+        hs.push(std::thread::spawn(move || worker(sh, t, seed, write_pct, per)));
+    }
+    let start = Instant::now();
+    let deadline = Duration::from_secs(seconds);
+    let fork_every = if forks > 0 { deadline / (forks as u32 + 1) } else { Duration::MAX };
+    let mut next_fork = fork_every;
+    let mut forks_done = 0;
+    let mut remaps = 0;
+    let mut dontneeds = 0;
+    let mut rng = Rng(seed ^ 0xabcdef);
+    let mut last_faults = 0;
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let el = start.elapsed();
+        if target_faults > 0 {
+            last_faults = tier_faults().unwrap_or(last_faults);
+            if last_faults >= target_faults || el > deadline * 4 {
+                break;
+            }
+        } else if el > deadline {
+            break;
+        }
+        if forks_done < forks && el >= next_fork {
+            next_fork += fork_every;
+            forks_done += 1;
+            let _w = sh.world.write().unwrap();
+            fork_check(&sh, forks_done as u64);
+        }
+        // mremap: grow (possibly moving) then shrink back.
+        {
+            let r = (rng.next() as usize) % nregions;
+            if r % 2 == 0 {
+                let _w = sh.world.write().unwrap();
+                let mut g = sh.regions[r].write().unwrap();
+                let old = g.ptr;
+                let extra = 1 + (rng.next() as usize % 64);
+                let len = g.pages * PAGE;
+                let np = unsafe { libc::mremap(old as *mut _, len, len + extra * PAGE, libc::MREMAP_MAYMOVE) };
+                assert_ne!(np, libc::MAP_FAILED, "mremap grow failed: {}", std::io::Error::last_os_error());
+                for k in 0..extra {
+                    if !check_page((np as usize + len + k * PAGE) as *const u64, 0, 0) {
+                        sh.mismatches.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                // Dirty the tail, then shrink it away.
+                unsafe { std::ptr::write_bytes((np as usize + len) as *mut u8, 0xAB, extra * PAGE) };
+                let np2 = unsafe { libc::mremap(np, len + extra * PAGE, len, 0) };
+                assert_eq!(np2, np, "mremap shrink moved");
+                g.ptr = np as usize;
+                remaps += 1;
+            }
+        }
+        // MADV_DONTNEED on a run of pages: they read as zeros (version 0) afterwards.
+        {
+            let _w = sh.world.write().unwrap();
+            let r = (rng.next() as usize) % nregions;
+            let g = sh.regions[r].read().unwrap();
+            let first = rng.next() as usize % g.pages;
+            let n = (1 + rng.next() as usize % 8).min(g.pages - first);
+            let rc = unsafe { libc::madvise((g.ptr + first * PAGE) as *mut _, n * PAGE, libc::MADV_DONTNEED) };
+            assert_eq!(rc, 0);
+            for k in first..first + n {
+                sh.expect[sh.base[r] + k].store(0, Ordering::Relaxed);
+            }
+            dontneeds += 1;
+        }
+    }
+    sh.stop.store(true, Ordering::Relaxed);
+    for h in hs {
+        h.join().unwrap();
+    }
+    // Final full check.
+    for (r, reg) in sh.regions.iter().enumerate() {
+        let g = reg.read().unwrap();
+        for k in 0..g.pages {
+            let tag = ((r as u64) << 32) | k as u64;
+            let v = sh.expect[sh.base[r] + k].load(Ordering::Relaxed);
+            if !check_page((g.ptr + k * PAGE) as *const u64, tag, v) {
+                sh.mismatches.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let faults = tier_faults().unwrap_or(0);
+    let mm = sh.mismatches.load(Ordering::Relaxed);
+    println!(
+        "stress: {} MiB, {threads} threads, {} ops, {forks_done} forks, {remaps} remaps, {dontneeds} dontneeds, tier_faults={faults}, mismatches={mm}, {:.1}s",
+        mb,
+        sh.ops.load(Ordering::Relaxed),
+        start.elapsed().as_secs_f64()
+    );
+    std::process::exit(if mm == 0 { 0 } else { 1 });
+}
+
+/// Faults served from compressed tiers so far, from our own stats file (if tiered).
+fn tier_faults() -> Option<u64> {
+    let dir = std::env::var("TIERMEM_RUN_DIR").unwrap_or_else(|_| "/tmp/tiermem".into());
+    let text = std::fs::read_to_string(format!("{dir}/{}/stats.json", std::process::id())).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some(v["tiers"].as_array()?.iter().filter_map(|t| t["faults"].as_u64()).sum())
+}
+
+fn worker(sh: Arc<Shared>, t: usize, seed: u64, write_pct: u64, per: usize) {
+    let mut rng = Rng(seed.wrapping_mul(1000 + t as u64));
+    let nreg = sh.regions.len();
+    let mine = per / sh.threads;
+    while !sh.stop.load(Ordering::Relaxed) {
+        let _w = sh.world.read().unwrap();
+        for _ in 0..64 {
+            let r = rng.next() as usize % nreg;
+            let g = sh.regions[r].read().unwrap();
+            // 70 % of accesses to a hot 10 % of my pages, the rest uniform.
+            let j = if rng.next() % 100 < 70 { rng.next() as usize % (mine / 10).max(1) } else { rng.next() as usize % mine.max(1) };
+            let k = j * sh.threads + t;
+            if k >= g.pages {
+                continue;
+            }
+            let tag = ((r as u64) << 32) | k as u64;
+            let e = &sh.expect[sh.base[r] + k];
+            let v = e.load(Ordering::Relaxed);
+            let p = (g.ptr + k * PAGE) as *mut u64;
+            if !check_page(p, tag, v) {
+                sh.mismatches.fetch_add(1, Ordering::Relaxed);
+            }
+            if rng.next() % 100 < write_pct {
+                write_page(p, tag, v + 1);
+                e.store(v + 1, Ordering::Relaxed);
+            }
+            sh.ops.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn fork_check(sh: &Shared, round: u64) {
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // Child: everything must be there, and our writes must stay ours.
+        let mut bad = 0u64;
+        for (r, reg) in sh.regions.iter().enumerate() {
+            let g = reg.read().unwrap();
+            for k in 0..g.pages {
+                let tag = ((r as u64) << 32) | k as u64;
+                let v = sh.expect[sh.base[r] + k].load(Ordering::Relaxed);
+                let p = (g.ptr + k * PAGE) as *mut u64;
+                if !check_page(p, tag, v) {
+                    bad += 1;
+                }
+                if k % 3 == 0 {
+                    write_page(p, tag ^ 0xdead, 1000 + round);
+                    if !check_page(p, tag ^ 0xdead, 1000 + round) {
+                        bad += 1;
+                    }
+                }
+            }
+        }
+        unsafe { libc::_exit(if bad == 0 { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    let t0 = Instant::now();
+    loop {
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(120) {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            eprintln!("fork child timed out");
+            sh.mismatches.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        eprintln!("fork child reported mismatches (status {status:#x})");
+        sh.mismatches.fetch_add(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,228 @@
+//! Runtime config: `[runtime]` in a tiermem TOML file, or `--dram-budget` on the command
+//! line. Passed to the preload shim as JSON in `TIERMEM_CONFIG_JSON`.
+
+use crate::codec::Codec;
+use crate::pool::AllocatorKind;
+use serde::{Deserialize, Serialize};
+use tiermem_core::config::{invalid, Validate};
+use tiermem_core::{parse_size, Result};
+
+/// A DRAM budget: absolute bytes, or a fraction of the managed footprint (resident +
+/// compressed pages).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Budget {
+    Unlimited,
+    Bytes(u64),
+    Fraction(f64),
+}
+
+impl Budget {
+    pub fn parse(text: &str) -> std::result::Result<Budget, String> {
+        let t = text.trim();
+        if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("none") {
+            return Ok(Budget::Unlimited);
+        }
+        if let Some(p) = t.strip_suffix('%') {
+            let v: f64 = p.trim().parse().map_err(|_| format!("`{text}` is not a percentage"))?;
+            if !(0.0..=100.0).contains(&v) || !v.is_finite() {
+                return Err(format!("`{text}`: a percentage must be in [0, 100]"));
+            }
+            return Ok(Budget::Fraction(v / 100.0));
+        }
+        parse_size(t).map(Budget::Bytes)
+    }
+    /// The budget in bytes for a footprint of `footprint_bytes`.
+    pub fn bytes(&self, footprint_bytes: u64) -> u64 {
+        match *self {
+            Budget::Unlimited => u64::MAX,
+            Budget::Bytes(b) => b,
+            Budget::Fraction(f) => (footprint_bytes as f64 * f) as u64,
+        }
+    }
+    pub fn describe(&self) -> String {
+        match *self {
+            Budget::Unlimited => "unlimited".into(),
+            Budget::Bytes(b) => tiermem_core::format_bytes(b),
+            Budget::Fraction(f) => format!("{:.1}% of footprint", f * 100.0),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierConfig {
+    /// lz4, zstd[:LEVEL], deflate[:LEVEL], lzo
+    #[serde(default = "default_codec")]
+    pub codec: String,
+    /// zsmalloc, zbud, z3fold
+    #[serde(default = "default_allocator")]
+    pub allocator: String,
+    /// A page whose compressed size is not below this many bytes stays resident.
+    #[serde(default = "default_max_compressed")]
+    pub max_compressed_bytes: u64,
+}
+fn default_codec() -> String {
+    "lz4".into()
+}
+fn default_allocator() -> String {
+    "zsmalloc".into()
+}
+fn default_max_compressed() -> u64 {
+    3072
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplerConfig {
+    /// How often the hint-fault scanner unmaps a sample of resident pages.
+    #[serde(default = "default_scan_period_ms")]
+    pub scan_period_ms: u64,
+    /// Pages unmapped per scan.
+    #[serde(default = "default_scan_pages")]
+    pub scan_pages: u64,
+}
+fn default_scan_period_ms() -> u64 {
+    100
+}
+fn default_scan_pages() -> u64 {
+    256
+}
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        SamplerConfig { scan_period_ms: default_scan_period_ms(), scan_pages: default_scan_pages() }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeConfig {
+    /// "unlimited", a size ("512M") or a percentage of the managed footprint ("50%").
+    #[serde(default = "default_budget")]
+    pub dram_budget: String,
+    /// Anonymous mmaps and malloc-family allocations at least this large are managed.
+    #[serde(default = "default_min_region")]
+    pub min_region: String,
+    /// Policy quantum.
+    #[serde(default = "default_quantum_ms")]
+    pub quantum_ms: u64,
+    /// Compressed tiers, in order (tier 1, 2, ...). Demotions go to the first.
+    #[serde(default = "default_tiers")]
+    pub tiers: Vec<TierConfig>,
+    #[serde(default)]
+    pub sampler: SamplerConfig,
+    /// Virtual address space reserved for managed regions.
+    #[serde(default = "default_arena")]
+    pub arena: String,
+    /// Where `stat`/`budget` find a running program: RUN_DIR/PID/.
+    #[serde(default = "default_run_dir")]
+    pub run_dir: String,
+}
+fn default_budget() -> String {
+    "unlimited".into()
+}
+fn default_min_region() -> String {
+    "128K".into()
+}
+fn default_quantum_ms() -> u64 {
+    20
+}
+fn default_tiers() -> Vec<TierConfig> {
+    vec![TierConfig { codec: default_codec(), allocator: default_allocator(), max_compressed_bytes: default_max_compressed() }]
+}
+fn default_arena() -> String {
+    "1T".into()
+}
+pub fn default_run_dir() -> String {
+    std::env::var("TIERMEM_RUN_DIR").unwrap_or_else(|_| "/tmp/tiermem".into())
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            dram_budget: default_budget(),
+            min_region: default_min_region(),
+            quantum_ms: default_quantum_ms(),
+            tiers: default_tiers(),
+            sampler: SamplerConfig::default(),
+            arena: default_arena(),
+            run_dir: default_run_dir(),
+        }
+    }
+}
+
+/// The file form: `[runtime]` plus whatever else the file holds for other commands is
+/// rejected, so a typo never passes silently.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeFile {
+    #[serde(default)]
+    pub runtime: RuntimeConfig,
+}
+
+impl Validate for RuntimeConfig {
+    fn validate(&self, path: &str) -> Result<()> {
+        let p = |f: &str| tiermem_core::config::join(path, f);
+        Budget::parse(&self.dram_budget).map_err(|e| invalid(&p("dram_budget"), e))?;
+        parse_size(&self.min_region).map_err(|e| invalid(&p("min_region"), e))?;
+        parse_size(&self.arena).map_err(|e| invalid(&p("arena"), e))?;
+        if self.quantum_ms == 0 || self.quantum_ms > 10_000 {
+            return Err(invalid(&p("quantum_ms"), "must be in [1, 10000]"));
+        }
+        if self.tiers.is_empty() || self.tiers.len() > 8 {
+            return Err(invalid(&p("tiers"), "give 1 to 8 compressed tiers"));
+        }
+        for (i, t) in self.tiers.iter().enumerate() {
+            let tp = format!("{}[{i}]", p("tiers"));
+            Codec::parse(&t.codec).map_err(|e| invalid(&format!("{tp}.codec"), e))?;
+            AllocatorKind::parse(&t.allocator).map_err(|e| invalid(&format!("{tp}.allocator"), e))?;
+            if t.max_compressed_bytes == 0 || t.max_compressed_bytes > 4096 {
+                return Err(invalid(&format!("{tp}.max_compressed_bytes"), "must be in [1, 4096]"));
+            }
+        }
+        if self.sampler.scan_period_ms == 0 {
+            return Err(invalid(&p("sampler.scan_period_ms"), "must be > 0"));
+        }
+        Ok(())
+    }
+}
+
+impl RuntimeConfig {
+    pub fn from_file(path: &std::path::Path) -> Result<RuntimeConfig> {
+        let f: RuntimeFile = tiermem_core::config::from_toml_file(path)?;
+        f.runtime.validate("runtime")?;
+        Ok(f.runtime)
+    }
+    pub fn budget(&self) -> Budget {
+        Budget::parse(&self.dram_budget).unwrap_or(Budget::Unlimited)
+    }
+    pub fn min_region_bytes(&self) -> u64 {
+        parse_size(&self.min_region).unwrap_or(128 << 10)
+    }
+    pub fn arena_bytes(&self) -> u64 {
+        parse_size(&self.arena).unwrap_or(1 << 40)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn budgets_parse() {
+        assert_eq!(Budget::parse("50%").unwrap(), Budget::Fraction(0.5));
+        assert_eq!(Budget::parse("64M").unwrap(), Budget::Bytes(64 << 20));
+        assert!(Budget::parse("150%").is_err());
+        assert_eq!(Budget::Fraction(0.25).bytes(400), 100);
+    }
+    #[test]
+    fn unknown_field_is_named() {
+        let e = tiermem_core::config::from_toml_str::<RuntimeFile>("[runtime]\n[[runtime.tiers]]\ncodex = \"lz4\"\n", "c.toml").unwrap_err();
+        assert!(e.to_string().contains("runtime.tiers[0]"), "{e}");
+        assert!(e.to_string().contains("codex"), "{e}");
+    }
+    #[test]
+    fn bad_codec_is_named() {
+        let f: RuntimeFile = tiermem_core::config::from_toml_str("[runtime]\n[[runtime.tiers]]\ncodec = \"brotli\"\n", "c.toml").unwrap();
+        let e = f.runtime.validate("runtime").unwrap_err();
+        assert!(e.to_string().contains("runtime.tiers[0].codec"), "{e}");
+    }
+}

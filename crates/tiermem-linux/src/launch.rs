@@ -1,0 +1,79 @@
+//! `tiermem run`: check userfaultfd, find the preload library, exec PROGRAM with it.
+//! tiermem execs the program (no parent process in between): its PID, signals, stdout,
+//! stderr and exit status are the program's own.
+
+use crate::config::RuntimeConfig;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use tiermem_core::{Error, ErrorKind, Result};
+
+/// Can this user create a userfaultfd that handles kernel-mode faults too?
+pub fn check_userfaultfd() -> Result<()> {
+    match crate::uffd::Uffd::open() {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) => {
+            Err(Error::new(ErrorKind::Unsupported, crate::uffd::permission_hint()))
+        }
+        Err(e) => Err(Error::new(ErrorKind::Unsupported, format!("userfaultfd is not available on this kernel: {e}"))),
+    }
+}
+
+/// The preload library: $TIERMEM_PRELOAD, or libtiermem_preload.so next to the running
+/// binary (or one directory up, for test binaries in target/*/deps).
+pub fn find_preload() -> Result<PathBuf> {
+    if let Ok(p) = std::env::var("TIERMEM_PRELOAD") {
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Ok(p);
+        }
+        return Err(Error::new(ErrorKind::Usage, format!("TIERMEM_PRELOAD={} does not exist", p.display())));
+    }
+    let exe = std::env::current_exe().map_err(|e| Error::io("current_exe", e))?;
+    let mut dir = exe.parent().map(|p| p.to_path_buf());
+    for _ in 0..2 {
+        if let Some(d) = &dir {
+            let cand = d.join("libtiermem_preload.so");
+            if cand.is_file() {
+                return Ok(cand);
+            }
+            dir = d.parent().map(|p| p.to_path_buf());
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Unsupported,
+        "libtiermem_preload.so not found next to the tiermem binary; build it with `cargo build -p tiermem-preload` or set TIERMEM_PRELOAD",
+    ))
+}
+
+/// Replace this process with PROGRAM under the runtime. Returns only on failure, with
+/// the exit status a shell would give (127 not found, 126 not executable).
+pub fn exec(cfg: &RuntimeConfig, program: &[String]) -> Result<i32> {
+    check_userfaultfd()?;
+    let preload = find_preload()?;
+    let json = serde_json::to_string(cfg).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+    let mut ld = preload.display().to_string();
+    if let Ok(old) = std::env::var("LD_PRELOAD") {
+        if !old.is_empty() {
+            ld = format!("{ld}:{old}");
+        }
+    }
+    let err = std::process::Command::new(&program[0])
+        .args(&program[1..])
+        .env("LD_PRELOAD", ld)
+        .env("TIERMEM_CONFIG_JSON", json)
+        .exec();
+    match err.kind() {
+        std::io::ErrorKind::NotFound => {
+            eprintln!("tiermem: {}: command not found", program[0]);
+            Ok(127)
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            eprintln!("tiermem: {}: permission denied", program[0]);
+            Ok(126)
+        }
+        _ => {
+            eprintln!("tiermem: {}: {err}", program[0]);
+            Ok(126)
+        }
+    }
+}

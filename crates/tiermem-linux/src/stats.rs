@@ -1,0 +1,162 @@
+//! Counters and latency histograms the runtime publishes for `tiermem stat`.
+
+use serde::{Deserialize, Serialize};
+
+/// Log-linear histogram of nanoseconds: 16 sub-buckets per power of two (≤ 6 % error).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Histogram {
+    pub counts: Vec<u64>,
+    pub total: u64,
+}
+
+const SUB: u32 = 16;
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram { counts: vec![0; 64 * SUB as usize], total: 0 }
+    }
+}
+
+impl Histogram {
+    fn index(v: u64) -> usize {
+        if v < SUB as u64 {
+            return v as usize;
+        }
+        let e = 63 - v.leading_zeros();
+        let sub = (v >> (e - 4)) & (SUB as u64 - 1);
+        ((e - 3) * SUB) as usize + sub as usize
+    }
+    fn lower(i: usize) -> u64 {
+        if i < SUB as usize {
+            return i as u64;
+        }
+        let e = (i as u32 / SUB) + 3;
+        let sub = i as u64 % SUB as u64;
+        (1u64 << e) + (sub << (e - 4))
+    }
+    pub fn record(&mut self, v: u64) {
+        let i = Self::index(v).min(self.counts.len() - 1);
+        self.counts[i] += 1;
+        self.total += 1;
+    }
+    /// Value at quantile `q` in [0, 1] (bucket midpoint), 0 when empty.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.total == 0 {
+            return 0;
+        }
+        let target = ((self.total as f64 * q).ceil() as u64).max(1);
+        let mut acc = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            acc += c;
+            if acc >= target {
+                let lo = Self::lower(i);
+                let hi = Self::lower(i + 1);
+                return (lo + hi) / 2;
+            }
+        }
+        0
+    }
+    pub fn merge(&mut self, o: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+        self.total += o.total;
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TierStats {
+    pub name: String,
+    pub codec: String,
+    pub allocator: String,
+    pub pages: u64,
+    /// Uncompressed bytes of the pages held.
+    pub stored_bytes: u64,
+    /// Compressed bytes (sum of object sizes).
+    pub compressed_bytes: u64,
+    /// Bytes of pool memory taken from the kernel.
+    pub pool_bytes: u64,
+    pub faults: u64,
+    pub fault_p50_ns: u64,
+    pub fault_p99_ns: u64,
+    /// Pages moved into this tier.
+    pub migrations_in: u64,
+    /// Pages moved out of this tier (faults and explicit moves).
+    pub migrations_out: u64,
+    /// Pages that did not compress below the bound and stayed resident.
+    pub rejected_incompressible: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Stats {
+    pub pid: u32,
+    pub uptime_s: f64,
+    pub budget: String,
+    pub budget_bytes: u64,
+    pub managed_bytes: u64,
+    pub resident_bytes: u64,
+    pub max_resident_bytes: u64,
+    pub footprint_bytes: u64,
+    pub regions: u64,
+    /// Pages unmapped by the hint-fault sampler, and the hint faults they raised.
+    pub hint_sampled: u64,
+    pub hint_faults: u64,
+    pub first_touch_faults: u64,
+    pub evict_busy: u64,
+    pub tiers: Vec<TierStats>,
+    /// CPU seconds used by tiermem's own threads.
+    pub cpu_s: f64,
+    pub cpu_fault_thread_s: f64,
+    pub cpu_manager_thread_s: f64,
+    pub forks: u64,
+    pub quanta: u64,
+}
+
+impl Stats {
+    /// Prometheus text exposition.
+    pub fn prometheus(&self) -> String {
+        let mut s = String::new();
+        let pid = self.pid;
+        let g = |s: &mut String, name: &str, help: &str, v: f64| {
+            s.push_str(&format!("# HELP tiermem_{name} {help}\n# TYPE tiermem_{name} gauge\ntiermem_{name}{{pid=\"{pid}\"}} {v}\n"));
+        };
+        g(&mut s, "budget_bytes", "DRAM budget in bytes", self.budget_bytes as f64);
+        g(&mut s, "managed_bytes", "Bytes of managed regions", self.managed_bytes as f64);
+        g(&mut s, "resident_bytes", "Managed bytes resident in DRAM", self.resident_bytes as f64);
+        g(&mut s, "footprint_bytes", "Resident plus compressed managed bytes", self.footprint_bytes as f64);
+        g(&mut s, "cpu_seconds", "CPU seconds used by tiermem threads", self.cpu_s);
+        g(&mut s, "hint_faults", "Hint faults observed", self.hint_faults as f64);
+        for t in &self.tiers {
+            for (name, v) in [
+                ("tier_pages", t.pages as f64),
+                ("tier_stored_bytes", t.stored_bytes as f64),
+                ("tier_compressed_bytes", t.compressed_bytes as f64),
+                ("tier_pool_bytes", t.pool_bytes as f64),
+                ("tier_faults_total", t.faults as f64),
+                ("tier_fault_p50_ns", t.fault_p50_ns as f64),
+                ("tier_fault_p99_ns", t.fault_p99_ns as f64),
+                ("tier_migrations_in_total", t.migrations_in as f64),
+            ] {
+                s.push_str(&format!("tiermem_{name}{{pid=\"{pid}\",tier=\"{}\"}} {v}\n", t.name));
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn quantiles_within_bucket_error() {
+        let mut h = Histogram::default();
+        for v in 1..=10_000u64 {
+            h.record(v * 100);
+        }
+        let p50 = h.quantile(0.5) as f64;
+        let p99 = h.quantile(0.99) as f64;
+        assert!((p50 / 500_000.0 - 1.0).abs() < 0.07, "{p50}");
+        assert!((p99 / 990_000.0 - 1.0).abs() < 0.07, "{p99}");
+        assert_eq!(Histogram::default().quantile(0.5), 0);
+    }
+}

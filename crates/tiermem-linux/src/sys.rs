@@ -1,0 +1,78 @@
+//! Raw system calls. The runtime lives inside a program whose `mmap`, `munmap`, `madvise`
+//! and malloc family are interposed by the preload shim, so everything the runtime does to
+//! memory goes straight to the kernel through `syscall(2)`, never through those symbols.
+
+use std::io;
+
+pub const PAGE: usize = 4096;
+
+pub fn errno() -> i32 {
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// # Safety
+/// Same contract as mmap(2).
+pub unsafe fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> isize {
+    unsafe { libc::syscall(libc::SYS_mmap, addr, len, prot as i64, flags as i64, fd as i64, off) as isize }
+}
+
+/// Anonymous private read/write memory straight from the kernel.
+pub fn map_anon(len: usize) -> io::Result<usize> {
+    let r = unsafe {
+        mmap(0, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0)
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// # Safety
+/// Same contract as munmap(2).
+pub unsafe fn munmap(addr: usize, len: usize) -> i32 {
+    unsafe { libc::syscall(libc::SYS_munmap, addr, len) as i32 }
+}
+
+/// # Safety
+/// Same contract as madvise(2).
+pub unsafe fn madvise(addr: usize, len: usize, advice: i32) -> i32 {
+    unsafe { libc::syscall(libc::SYS_madvise, addr, len, advice as i64) as i32 }
+}
+
+/// # Safety
+/// Same contract as mremap(2).
+pub unsafe fn mremap(old: usize, old_len: usize, new_len: usize, flags: i32, new_addr: usize) -> isize {
+    unsafe { libc::syscall(libc::SYS_mremap, old, old_len, new_len, flags as i64, new_addr) as isize }
+}
+
+/// # Safety
+/// Same contract as mprotect(2).
+pub unsafe fn mprotect(addr: usize, len: usize, prot: i32) -> i32 {
+    unsafe { libc::syscall(libc::SYS_mprotect, addr, len, prot as i64) as i32 }
+}
+
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn gettid() -> i32 {
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// CPU time (ns) a thread of this process has used, from /proc/self/task/TID/schedstat.
+pub fn thread_cpu_ns(tid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+pub fn page_down(a: usize) -> usize {
+    a & !(PAGE - 1)
+}
+pub fn page_up(a: usize) -> usize {
+    (a + PAGE - 1) & !(PAGE - 1)
+}

@@ -1,0 +1,219 @@
+//! userfaultfd: the raw ABI (system headers here are 6.1, so the newer constants such as
+//! UFFDIO_MOVE are defined here) and a thin safe wrapper.
+
+use std::io;
+
+pub const UFFD_API: u64 = 0xAA;
+pub const UFFD_FEATURE_MOVE: u64 = 1 << 16;
+pub const UFFD_EVENT_PAGEFAULT: u8 = 0x12;
+pub const UFFD_PAGEFAULT_FLAG_WRITE: u64 = 1 << 0;
+pub const UFFDIO_REGISTER_MODE_MISSING: u64 = 1 << 0;
+pub const UFFDIO_COPY_MODE_DONTWAKE: u64 = 1 << 0;
+pub const UFFDIO_MOVE_MODE_DONTWAKE: u64 = 1 << 0;
+pub const UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES: u64 = 1 << 1;
+
+const fn iowr(nr: u64, size: u64) -> u64 {
+    (3 << 30) | (size << 16) | (0xAA << 8) | nr
+}
+const fn ior(nr: u64, size: u64) -> u64 {
+    (2 << 30) | (size << 16) | (0xAA << 8) | nr
+}
+pub const UFFDIO_API: u64 = iowr(0x3F, 24);
+pub const UFFDIO_REGISTER: u64 = iowr(0x00, 32);
+pub const UFFDIO_UNREGISTER: u64 = ior(0x01, 16);
+pub const UFFDIO_WAKE: u64 = ior(0x02, 16);
+pub const UFFDIO_COPY: u64 = iowr(0x03, 40);
+pub const UFFDIO_ZEROPAGE: u64 = iowr(0x04, 32);
+pub const UFFDIO_MOVE: u64 = iowr(0x05, 40);
+
+#[repr(C)]
+#[derive(Default)]
+struct Api {
+    api: u64,
+    features: u64,
+    ioctls: u64,
+}
+#[repr(C)]
+#[derive(Default)]
+struct Range {
+    start: u64,
+    len: u64,
+}
+#[repr(C)]
+#[derive(Default)]
+struct Register {
+    range: Range,
+    mode: u64,
+    ioctls: u64,
+}
+#[repr(C)]
+#[derive(Default)]
+struct Copy {
+    dst: u64,
+    src: u64,
+    len: u64,
+    mode: u64,
+    copy: i64,
+}
+#[repr(C)]
+#[derive(Default)]
+struct ZeroPage {
+    range: Range,
+    mode: u64,
+    zeropage: i64,
+}
+#[repr(C)]
+#[derive(Default)]
+struct Move {
+    dst: u64,
+    src: u64,
+    len: u64,
+    mode: u64,
+    moved: i64,
+}
+
+/// One message read from the descriptor (struct uffd_msg, 32 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Msg {
+    pub event: u8,
+    pub reserved1: u8,
+    pub reserved2: u16,
+    pub reserved3: u32,
+    pub flags: u64,
+    pub address: u64,
+    pub extra: u64,
+}
+
+/// Why a userfaultfd could not be created, in words an operator can act on.
+pub fn permission_hint() -> String {
+    let setting = std::fs::read_to_string("/proc/sys/vm/unprivileged_userfaultfd")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into());
+    format!(
+        "userfaultfd is not permitted for this user (vm.unprivileged_userfaultfd = {setting}); \
+         fix: `sudo sysctl -w vm.unprivileged_userfaultfd=1`, or run as root / with CAP_SYS_PTRACE"
+    )
+}
+
+#[derive(Debug)]
+pub struct Uffd {
+    pub fd: i32,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Op {
+    Done,
+    /// The destination already had a page (a stale fault message) — not an error for faults.
+    Exists,
+    /// Source had no page (MOVE) or the range has no VMA any more.
+    NoEnt,
+    /// The page cannot be moved (shared with a forked child, pinned).
+    Busy,
+    Err(i32),
+}
+
+fn op_result(r: i64) -> Op {
+    if r == 0 {
+        return Op::Done;
+    }
+    match crate::sys::errno() {
+        libc::EEXIST => Op::Exists,
+        libc::ENOENT => Op::NoEnt,
+        libc::EBUSY => Op::Busy,
+        e => Op::Err(e),
+    }
+}
+
+impl Uffd {
+    /// Create a userfaultfd (kernel faults included: read(2) into an evicted page must work).
+    pub fn open() -> io::Result<Uffd> {
+        let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK) } as i32;
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut api = Api { api: UFFD_API, features: UFFD_FEATURE_MOVE, ioctls: 0 };
+        let r = unsafe { libc::ioctl(fd, UFFDIO_API as _, &mut api) };
+        if r != 0 {
+            let e = io::Error::last_os_error();
+            unsafe { libc::close(fd) };
+            return Err(e);
+        }
+        Ok(Uffd { fd })
+    }
+
+    pub fn register(&self, start: usize, len: usize) -> io::Result<()> {
+        let mut reg = Register { range: Range { start: start as u64, len: len as u64 }, mode: UFFDIO_REGISTER_MODE_MISSING, ioctls: 0 };
+        let r = unsafe { libc::ioctl(self.fd, UFFDIO_REGISTER as _, &mut reg) };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    pub fn unregister(&self, start: usize, len: usize) -> Op {
+        let mut rg = Range { start: start as u64, len: len as u64 };
+        op_result(unsafe { libc::ioctl(self.fd, UFFDIO_UNREGISTER as _, &mut rg) } as i64)
+    }
+
+    pub fn wake(&self, start: usize, len: usize) -> Op {
+        let mut rg = Range { start: start as u64, len: len as u64 };
+        op_result(unsafe { libc::ioctl(self.fd, UFFDIO_WAKE as _, &mut rg) } as i64)
+    }
+
+    /// Install a copy of `src` (len bytes) at `dst`, waking faulting threads.
+    pub fn copy(&self, dst: usize, src: *const u8, len: usize) -> Op {
+        let mut c = Copy { dst: dst as u64, src: src as u64, len: len as u64, mode: 0, copy: 0 };
+        for _ in 0..10_000 {
+            let r = unsafe { libc::ioctl(self.fd, UFFDIO_COPY as _, &mut c) } as i64;
+            if r != 0 && crate::sys::errno() == libc::EAGAIN {
+                continue;
+            }
+            return op_result(r);
+        }
+        Op::Err(libc::EAGAIN)
+    }
+
+    /// Map the zero page over [start, start+len).
+    pub fn zeropage(&self, start: usize, len: usize) -> Op {
+        let mut z = ZeroPage { range: Range { start: start as u64, len: len as u64 }, mode: 0, zeropage: 0 };
+        for _ in 0..10_000 {
+            let r = unsafe { libc::ioctl(self.fd, UFFDIO_ZEROPAGE as _, &mut z) } as i64;
+            if r != 0 && crate::sys::errno() == libc::EAGAIN {
+                continue;
+            }
+            return op_result(r);
+        }
+        Op::Err(libc::EAGAIN)
+    }
+
+    /// Atomically move the page(s) at `src` to `dst` (dst must be registered and empty).
+    pub fn mv(&self, dst: usize, src: usize, len: usize, wake: bool) -> Op {
+        let mode = if wake { 0 } else { UFFDIO_MOVE_MODE_DONTWAKE };
+        let mut m = Move { dst: dst as u64, src: src as u64, len: len as u64, mode, moved: 0 };
+        for _ in 0..10_000 {
+            let r = unsafe { libc::ioctl(self.fd, UFFDIO_MOVE as _, &mut m) } as i64;
+            if r != 0 && crate::sys::errno() == libc::EAGAIN {
+                continue;
+            }
+            return op_result(r);
+        }
+        Op::Err(libc::EAGAIN)
+    }
+
+    /// Read pending messages without blocking; returns how many were read.
+    pub fn read_msgs(&self, out: &mut [Msg]) -> usize {
+        let r = unsafe { libc::read(self.fd, out.as_mut_ptr() as *mut libc::c_void, std::mem::size_of_val(out)) };
+        if r <= 0 {
+            0
+        } else {
+            r as usize / std::mem::size_of::<Msg>()
+        }
+    }
+}
+
+impl Drop for Uffd {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.fd) };
+    }
+}

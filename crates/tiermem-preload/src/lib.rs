@@ -1,0 +1,501 @@
+//! LD_PRELOAD shim. Routes a program's large anonymous memory into tiermem managed
+//! regions and keeps the runtime's page table right when the program changes that memory:
+//!
+//! | call                         | managed range                                           |
+//! |------------------------------|---------------------------------------------------------|
+//! | mmap anon private RW >= min  | a new managed region (no hint address, no MAP_FIXED,    |
+//! |                              | not a stack, not locked/shared/huge)                    |
+//! | munmap                       | pages become holes, their compressed copies freed       |
+//! | mremap                       | page tables move, pool handles move with them           |
+//! | madvise DONTNEED / FREE      | pages read as zero / no-op (contents kept)              |
+//! | mprotect (not RW), mlock     | pages brought back to DRAM and pinned                   |
+//! | malloc/calloc/realloc/memalign >= min (glibc malloc only) | a region with a 4 KiB header |
+//!
+//! Everything else goes to the kernel or the real allocator unchanged. While tiermem's own
+//! code runs (`tiermem_linux::in_internal`) every call passes straight through.
+
+#![allow(clippy::missing_safety_doc)]
+
+use libc::{c_int, c_void, off_t, size_t};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use tiermem_linux::runtime::{self, Runtime};
+use tiermem_linux::sys::{self, PAGE};
+
+extern "C" {
+    fn __libc_malloc(n: size_t) -> *mut c_void;
+    fn __libc_free(p: *mut c_void);
+    fn __libc_calloc(n: size_t, m: size_t) -> *mut c_void;
+    fn __libc_realloc(p: *mut c_void, n: size_t) -> *mut c_void;
+    fn __libc_memalign(al: size_t, n: size_t) -> *mut c_void;
+}
+
+static MIN_REGION: AtomicUsize = AtomicUsize::new(usize::MAX);
+static MANAGE_MALLOC: AtomicBool = AtomicBool::new(false);
+static READY: AtomicBool = AtomicBool::new(false);
+const MAGIC: u64 = 0x7469_6572_6d65_6d21; // "tiermem!"
+
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = init;
+
+extern "C" fn init() {
+    let _g = tiermem_linux::InternalGuard::new();
+    let cfg: tiermem_linux::config::RuntimeConfig = match std::env::var("TIERMEM_CONFIG_JSON") {
+        Ok(j) => match serde_json::from_str(&j) {
+            Ok(c) => c,
+            Err(e) => {
+                runtime::report(&format!("bad TIERMEM_CONFIG_JSON ({e}); not managing memory"));
+                return;
+            }
+        },
+        Err(_) => Default::default(),
+    };
+    if std::env::var_os("TIERMEM_DISABLE").is_some() {
+        return;
+    }
+    let min = cfg.min_region_bytes().max(PAGE as u64) as usize;
+    // Manage malloc only when the program's malloc is glibc's (a program linked with
+    // jemalloc or tcmalloc gets its memory through mmap, which we see anyway).
+    let next = unsafe { libc::dlsym(libc::RTLD_NEXT, c"malloc".as_ptr()) };
+    let glibc = next.is_null() || next as usize == __libc_malloc as *const () as usize;
+    match Runtime::init(cfg) {
+        Ok(_) => {
+            MIN_REGION.store(min, Ordering::SeqCst);
+            MANAGE_MALLOC.store(glibc, Ordering::SeqCst);
+            READY.store(true, Ordering::SeqCst);
+            unsafe { libc::atexit(at_exit) };
+        }
+        Err(e) => {
+            if std::env::var_os("TIERMEM_QUIET").is_none() {
+                let msg = if e.raw_os_error() == Some(libc::EPERM) { tiermem_linux::uffd::permission_hint() } else { e.to_string() };
+                runtime::report(&format!("not managing memory: {msg}"));
+            }
+        }
+    }
+}
+
+extern "C" fn at_exit() {
+    if let Some(rt) = runtime::get() {
+        let _g = tiermem_linux::InternalGuard::new();
+        rt.stop_publishing();
+    }
+}
+
+#[inline]
+fn rt() -> Option<&'static Runtime> {
+    if !READY.load(Ordering::Relaxed) || tiermem_linux::in_internal() {
+        return None;
+    }
+    runtime::get()
+}
+
+/// The runtime if `addr` is in its arena (also in a forked child: then `None` and `true`).
+#[inline]
+fn arena_of(addr: usize) -> (Option<&'static Runtime>, bool) {
+    if !READY.load(Ordering::Relaxed) {
+        return (None, false);
+    }
+    match runtime::any() {
+        Some(r) if r.contains(addr) => (if tiermem_linux::in_internal() { None } else { runtime::get() }, true),
+        _ => (None, false),
+    }
+}
+
+static REAL_USABLE: AtomicUsize = AtomicUsize::new(0);
+
+/// glibc's malloc_usable_size (ours shadows it).
+unsafe fn real_usable_size(p: *mut c_void) -> size_t {
+    let mut f = REAL_USABLE.load(Ordering::Relaxed);
+    if f == 0 {
+        f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"malloc_usable_size".as_ptr()) } as usize;
+        REAL_USABLE.store(f, Ordering::Relaxed);
+    }
+    if f == 0 {
+        return 0;
+    }
+    let f: unsafe extern "C" fn(*mut c_void) -> size_t = unsafe { std::mem::transmute(f) };
+    unsafe { f(p) }
+}
+
+fn set_errno(e: i32) {
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// A runtime result: an address, or -errno.
+fn ret_map(r: isize) -> *mut c_void {
+    if r < 0 && r > -4096 {
+        set_errno(-r as i32);
+        libc::MAP_FAILED
+    } else {
+        r as *mut c_void
+    }
+}
+
+/// A raw syscall(2) result: -1 with errno already set.
+fn ret_raw(r: isize) -> *mut c_void {
+    if r == -1 {
+        libc::MAP_FAILED
+    } else {
+        r as *mut c_void
+    }
+}
+
+// ---------------------------------------------------------------- mmap family
+
+#[no_mangle]
+pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
+    if let Some(rt) = rt() {
+        let bad = libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE | libc::MAP_STACK | libc::MAP_GROWSDOWN | libc::MAP_HUGETLB | libc::MAP_LOCKED | libc::MAP_SHARED | libc::MAP_32BIT;
+        if addr.is_null()
+            && flags & libc::MAP_ANONYMOUS != 0
+            && flags & libc::MAP_PRIVATE != 0
+            && flags & bad == 0
+            && prot == libc::PROT_READ | libc::PROT_WRITE
+            && len >= MIN_REGION.load(Ordering::Relaxed)
+        {
+            let _g = tiermem_linux::InternalGuard::new();
+            if let Some(a) = rt.alloc_region(len) {
+                return a as *mut c_void;
+            }
+        }
+        if flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE) != 0 && rt.contains(addr as usize) {
+            let _g = tiermem_linux::InternalGuard::new();
+            if flags & libc::MAP_FIXED_NOREPLACE != 0 {
+                set_errno(libc::EEXIST);
+                return libc::MAP_FAILED;
+            }
+            rt.foreign(addr as usize, len);
+        }
+    }
+    ret_raw(unsafe { sys::mmap(addr as usize, len, prot, flags, fd, off) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn mmap64(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
+    unsafe { mmap(addr, len, prot, flags, fd, off) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
+    if let (Some(rt), true) = arena_of(addr as usize) {
+        if (addr as usize) % PAGE != 0 || len == 0 {
+            set_errno(libc::EINVAL);
+            return -1;
+        }
+        let _g = tiermem_linux::InternalGuard::new();
+        return rt.release(addr as usize, len);
+    }
+    if unsafe { sys::munmap(addr as usize, len) } < 0 {
+        return -1;
+    }
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn mremap(old: *mut c_void, old_len: size_t, new_len: size_t, flags: c_int, new_addr: *mut c_void) -> *mut c_void {
+    if let (Some(rt), true) = arena_of(old as usize) {
+        let _g = tiermem_linux::InternalGuard::new();
+        return ret_map(rt.remap(old as usize, old_len, new_len, flags, new_addr as usize));
+    }
+    ret_raw(unsafe { sys::mremap(old as usize, old_len, new_len, flags, new_addr as usize) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) -> c_int {
+    if let (Some(rt), true) = arena_of(addr as usize) {
+        const MADV_DONTNEED_LOCKED: c_int = 24;
+        match advice {
+            libc::MADV_DONTNEED | MADV_DONTNEED_LOCKED => {
+                let _g = tiermem_linux::InternalGuard::new();
+                return neg_errno(rt.dontneed(addr as usize, len, advice));
+            }
+            // Contents may be kept: keeping them is always correct.
+            libc::MADV_FREE => return 0,
+            _ => {}
+        }
+    }
+    neg_errno(unsafe { sys::madvise(addr as usize, len, advice) })
+}
+
+/// A raw syscall(2) result (-1 with errno set) as the libc function returns it.
+fn neg_errno(r: c_int) -> c_int {
+    if r < 0 {
+        -1
+    } else {
+        r
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -> c_int {
+    if let (Some(rt), true) = arena_of(addr as usize) {
+        let _g = tiermem_linux::InternalGuard::new();
+        if prot == libc::PROT_READ | libc::PROT_WRITE {
+            rt.unpin(addr as usize, len);
+        } else {
+            rt.untier(addr as usize, len, Some(true));
+        }
+    }
+    neg_errno(unsafe { sys::mprotect(addr as usize, len, prot) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn mlock(addr: *const c_void, len: size_t) -> c_int {
+    if let (Some(rt), true) = arena_of(addr as usize) {
+        let _g = tiermem_linux::InternalGuard::new();
+        rt.untier(addr as usize, len, Some(true));
+    }
+    neg_errno(unsafe { libc::syscall(libc::SYS_mlock, addr, len) } as c_int)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn mlock2(addr: *const c_void, len: size_t, flags: libc::c_uint) -> c_int {
+    if let (Some(rt), true) = arena_of(addr as usize) {
+        let _g = tiermem_linux::InternalGuard::new();
+        rt.untier(addr as usize, len, Some(true));
+    }
+    neg_errno(unsafe { libc::syscall(libc::SYS_mlock2, addr, len, flags) } as c_int)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn munlock(addr: *const c_void, len: size_t) -> c_int {
+    if let (Some(rt), true) = arena_of(addr as usize) {
+        let _g = tiermem_linux::InternalGuard::new();
+        rt.unpin(addr as usize, len);
+    }
+    neg_errno(unsafe { libc::syscall(libc::SYS_munlock, addr, len) } as c_int)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn mlockall(flags: c_int) -> c_int {
+    if let Some(rt) = rt() {
+        let _g = tiermem_linux::InternalGuard::new();
+        // Everything becomes resident and pinned; new regions stop being created.
+        MIN_REGION.store(usize::MAX, Ordering::SeqCst);
+        rt.untier(rt.arena, rt.arena_pages as usize * PAGE, Some(true));
+    }
+    neg_errno(unsafe { libc::syscall(libc::SYS_mlockall, flags) } as c_int)
+}
+
+// ---------------------------------------------------------------- malloc family
+
+#[inline]
+fn big(n: usize) -> Option<&'static Runtime> {
+    if n >= MIN_REGION.load(Ordering::Relaxed) && MANAGE_MALLOC.load(Ordering::Relaxed) {
+        rt()
+    } else {
+        None
+    }
+}
+
+/// A managed block: region = [header page][user bytes...].
+unsafe fn big_alloc(rt: &Runtime, n: usize) -> *mut c_void {
+    let total = match n.checked_add(2 * PAGE) {
+        Some(t) => sys::page_up(t - PAGE),
+        None => return std::ptr::null_mut(),
+    };
+    let region = {
+        let _g = tiermem_linux::InternalGuard::new();
+        rt.alloc_region(total)
+    };
+    match region {
+        Some(r) => {
+            // Written outside the runtime's lock (a first-touch fault is served normally).
+            let h = r as *mut u64;
+            unsafe {
+                h.write(MAGIC);
+                h.add(1).write(total as u64);
+                h.add(2).write(n as u64);
+            }
+            (r + PAGE) as *mut c_void
+        }
+        None => unsafe { __libc_malloc(n) },
+    }
+}
+
+/// (region start, region bytes, user bytes) of a managed block, if `p` is one.
+unsafe fn header(p: *mut c_void) -> Option<(usize, usize, usize)> {
+    let a = p as usize;
+    if a % PAGE != 0 {
+        return None;
+    }
+    let h = (a - PAGE) as *const u64;
+    unsafe {
+        if h.read() != MAGIC {
+            return None;
+        }
+        Some((a - PAGE, h.add(1).read() as usize, h.add(2).read() as usize))
+    }
+}
+
+unsafe fn big_free(rt: Option<&Runtime>, p: *mut c_void) {
+    match unsafe { header(p) } {
+        Some((r, total, _)) => {
+            unsafe { (r as *mut u64).write(0) };
+            match rt {
+                Some(rt) => {
+                    let _g = tiermem_linux::InternalGuard::new();
+                    rt.release(r, total);
+                }
+                // Forked child: plain memory now.
+                None => unsafe {
+                    sys::munmap(r, total);
+                },
+            }
+        }
+        None => runtime::report(&format!("free({p:p}): not a block tiermem handed out; ignored")),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn malloc(n: size_t) -> *mut c_void {
+    if let Some(rt) = big(n) {
+        return unsafe { big_alloc(rt, n) };
+    }
+    unsafe { __libc_malloc(n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn free(p: *mut c_void) {
+    if p.is_null() {
+        return;
+    }
+    if let (rt, true) = arena_of(p as usize) {
+        return unsafe { big_free(rt, p) };
+    }
+    unsafe { __libc_free(p) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cfree(p: *mut c_void) {
+    unsafe { free(p) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn calloc(n: size_t, m: size_t) -> *mut c_void {
+    let Some(t) = n.checked_mul(m) else {
+        set_errno(libc::ENOMEM);
+        return std::ptr::null_mut();
+    };
+    if let Some(rt) = big(t) {
+        // Fresh managed pages read as zero.
+        return unsafe { big_alloc(rt, t) };
+    }
+    unsafe { __libc_calloc(n, m) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
+    if p.is_null() {
+        return unsafe { malloc(n) };
+    }
+    if let (rt, true) = arena_of(p as usize) {
+        let Some((r, total, used)) = (unsafe { header(p) }) else {
+            runtime::report(&format!("realloc({p:p}): not a block tiermem handed out"));
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        };
+        if n == 0 {
+            unsafe { free(p) };
+            return std::ptr::null_mut();
+        }
+        if let (Some(rt), true) = (rt, n >= MIN_REGION.load(Ordering::Relaxed)) {
+            // Grow or shrink the region itself: page tables and compressed pages move, no copy.
+            let new_total = sys::page_up(n + PAGE);
+            let moved = {
+                let _g = tiermem_linux::InternalGuard::new();
+                rt.remap(r, total, new_total, libc::MREMAP_MAYMOVE, 0)
+            };
+            if moved >= 0 {
+                let h = moved as usize as *mut u64;
+                unsafe {
+                    h.add(1).write(new_total as u64);
+                    h.add(2).write(n as u64);
+                }
+                return (moved as usize + PAGE) as *mut c_void;
+            }
+        }
+        let q = unsafe { malloc(n) };
+        if q.is_null() {
+            return q;
+        }
+        unsafe { std::ptr::copy_nonoverlapping(p as *const u8, q as *mut u8, used.min(n)) };
+        unsafe { free(p) };
+        return q;
+    }
+    if let Some(rt) = big(n) {
+        let old = unsafe { real_usable_size(p) };
+        let _ = rt;
+        let q = unsafe { malloc(n) };
+        if q.is_null() {
+            return q;
+        }
+        unsafe { std::ptr::copy_nonoverlapping(p as *const u8, q as *mut u8, old.min(n)) };
+        unsafe { __libc_free(p) };
+        return q;
+    }
+    unsafe { __libc_realloc(p, n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: size_t, m: size_t) -> *mut c_void {
+    match n.checked_mul(m) {
+        Some(t) => unsafe { realloc(p, t) },
+        None => {
+            set_errno(libc::ENOMEM);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn memalign(al: size_t, n: size_t) -> *mut c_void {
+    if al <= PAGE {
+        if let Some(rt) = big(n) {
+            return unsafe { big_alloc(rt, n) };
+        }
+    }
+    unsafe { __libc_memalign(al, n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn aligned_alloc(al: size_t, n: size_t) -> *mut c_void {
+    unsafe { memalign(al, n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, al: size_t, n: size_t) -> c_int {
+    if al == 0 || !al.is_power_of_two() || al % std::mem::size_of::<usize>() != 0 {
+        return libc::EINVAL;
+    }
+    let p = unsafe { memalign(al, n) };
+    if p.is_null() && n != 0 {
+        return libc::ENOMEM;
+    }
+    unsafe { *out = p };
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn valloc(n: size_t) -> *mut c_void {
+    unsafe { memalign(PAGE, n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pvalloc(n: size_t) -> *mut c_void {
+    unsafe { memalign(PAGE, sys::page_up(n.max(1))) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> size_t {
+    if p.is_null() {
+        return 0;
+    }
+    if let (_, true) = arena_of(p as usize) {
+        if let Some((_, total, _)) = unsafe { header(p) } {
+            return total - PAGE;
+        }
+        return 0;
+    }
+    unsafe { real_usable_size(p) }
+}
