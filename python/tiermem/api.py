@@ -1,0 +1,93 @@
+"""``simulate`` and ``reproduce``: the calls into the native core."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Mapping
+
+import pandas as pd
+
+from .config import ConfigLike, apply_overrides, resolve
+from .errors import TiermemError
+
+__all__ = ["SimResult", "simulate", "reproduce", "native"]
+
+
+def native() -> ModuleType:
+    """The compiled ``tiermem._native`` module (imported on first use, so that plotting
+    and the results page work without it)."""
+    try:
+        from . import _native
+    except ImportError as e:  # pragma: no cover - depends on the build
+        raise TiermemError(
+            "tiermem's native module is not built: run `make setup` (or `maturin develop --release`)"
+        ) from e
+    return _native
+
+
+@dataclass
+class SimResult:
+    """What one simulation returns."""
+
+    #: Contents of ``summary.json``.
+    summary: dict[str, Any]
+    #: One row per quantum; the first column is ``t_s``.
+    timeseries: pd.DataFrame = field(repr=False)
+
+    def save(self, out_dir: str | Path, plots: bool = True) -> Path:
+        """Write ``summary.json``, ``timeseries.csv`` and (optionally) the time-series
+        PNGs to ``out_dir``, like ``tiermem sim --out``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
+        self.timeseries.to_csv(out / "timeseries.csv", index=False)
+        if plots:
+            from .plots import plot
+
+            plot("timeseries", out)
+        return out
+
+
+def simulate(config: ConfigLike, overrides: Mapping[str, Any] | None = None) -> SimResult:
+    """Simulate one config.
+
+    ``config`` is a path to a TOML file, TOML text, or a dict (converted with tomli-w).
+    ``overrides`` maps dotted paths (``"workload.hot_set_bytes"``) to values applied on top.
+    Raises :class:`tiermem.ConfigError` (naming the field) for an invalid config.
+    """
+    if overrides:
+        if not isinstance(config, Mapping):
+            from .config import from_toml
+
+            text, _origin = resolve(config)
+            config = from_toml(text)
+        config = apply_overrides(config, overrides)
+    text, origin = resolve(config)
+    summary_json, columns = native().simulate(text, origin)
+    frame = pd.DataFrame({name: values for name, values in columns})
+    return SimResult(summary=json.loads(summary_json), timeseries=frame)
+
+
+def reproduce(name: str, out: str | Path, quick: bool = False, plots: bool = True) -> dict[str, Any]:
+    """Reproduce a paper experiment (``"colloid-fig1"``, ...) into ``out``.
+
+    Writes the data and ``summary.json`` (and the experiment's PNGs when a plot exists for
+    it) and returns the summary.
+    """
+    mod = native()
+    if not hasattr(mod, "reproduce"):
+        raise TiermemError(
+            "this build of tiermem._native has no `reproduce`; use `tiermem reproduce` from the CLI"
+        )
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = json.loads(mod.reproduce(name, str(out_dir), quick))
+    if plots:
+        from .plots import KINDS, plot
+
+        if name in KINDS:
+            plot(name, out_dir)
+    return summary

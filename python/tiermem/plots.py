@@ -1,0 +1,525 @@
+"""Plots of simulation and reproduction outputs (matplotlib, no display needed).
+
+Command line (the Rust CLI calls this with ``$TIERMEM_PYTHON -m tiermem.plots KIND DIR``)::
+
+    python -m tiermem.plots timeseries out/x        # throughput/latency/bandwidth PNGs
+    python -m tiermem.plots colloid-fig1 out/fig1    # Colloid Fig. 1, 2a, 2b
+    python -m tiermem.plots --list
+
+Each KIND is one function registered with :func:`kind`; it reads its data files from DIR
+and returns the PNG paths it wrote there. The building blocks (:func:`grouped_bars`,
+:func:`heatmap`, :func:`lines`) take a long-format DataFrame, so a new experiment's plot is
+a few lines. Figures are drawn on :class:`matplotlib.figure.Figure` objects directly (the
+Agg canvas), never through pyplot: no GUI backend, no global state.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+__all__ = [
+    "KINDS",
+    "kind",
+    "plot",
+    "new_figure",
+    "save",
+    "grouped_bars",
+    "heatmap",
+    "lines",
+    "read_summary_rows",
+    "main",
+]
+
+#: Resolution of every PNG; sizes below are in inches, so pixels = inches x DPI.
+DPI = 100
+#: Size of a one-panel figure (800 x 450 px).
+SINGLE = (8.0, 4.5)
+
+PlotFn = Callable[[Path], list[Path]]
+#: Registered plot kinds: name -> function(DIR) -> written PNG paths.
+KINDS: dict[str, PlotFn] = {}
+
+SYSTEM_ORDER = ["hemem", "tpp", "memtis", "best-case"]
+SYSTEM_LABELS = {"hemem": "HeMem", "tpp": "TPP", "memtis": "MEMTIS", "best-case": "best case"}
+
+
+def kind(name: str) -> Callable[[PlotFn], PlotFn]:
+    """Register a plot function under ``name`` (usable as ``python -m tiermem.plots name DIR``)."""
+
+    def register(fn: PlotFn) -> PlotFn:
+        KINDS[name] = fn
+        return fn
+
+    return register
+
+
+def plot(kind_name: str, directory: str | Path) -> list[Path]:
+    """Draw the plots of kind ``kind_name`` from the data in ``directory``."""
+    try:
+        fn = KINDS[kind_name]
+    except KeyError:
+        raise ValueError(f"unknown plot kind {kind_name!r}; known: {', '.join(sorted(KINDS))}") from None
+    return fn(Path(directory))
+
+
+# ---------------------------------------------------------------------------------------
+# Building blocks
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = SINGLE, **kw: Any) -> tuple[Figure, np.ndarray]:
+    """A figure of ``size`` inches with an (nrows x ncols) array of axes."""
+    fig = Figure(figsize=size, dpi=DPI, layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
+    return fig, axes
+
+
+def save(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` as a PNG at :data:`DPI` (the size is the figure's: no tight cropping)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, format="png")
+    return path
+
+
+def _ordered(values: Sequence[Any], preferred: Sequence[Any] | None) -> list[Any]:
+    seen = list(dict.fromkeys(values))
+    if preferred is None:
+        try:
+            return sorted(seen)
+        except TypeError:
+            return seen
+    head = [v for v in preferred if v in seen]
+    return head + [v for v in seen if v not in head]
+
+
+def grouped_bars(
+    ax: Any,
+    frame: pd.DataFrame,
+    group: str,
+    series: str,
+    value: str,
+    *,
+    group_order: Sequence[Any] | None = None,
+    series_order: Sequence[Any] | None = None,
+    group_label: Callable[[Any], str] = str,
+    series_label: Callable[[Any], str] = str,
+    scale: float = 1.0,
+    ylabel: str = "",
+    xlabel: str = "",
+    legend: bool = True,
+    colors: Mapping[Any, Any] | None = None,
+) -> None:
+    """Bars of ``value`` for each ``series`` side by side within each ``group``.
+
+    Repeated (group, series) rows are runs: the bar is their mean with min-max error bars,
+    as in the Colloid paper's figures. ``colors`` optionally fixes a colour per series.
+    """
+    data = frame[[group, series, value]].dropna()
+    groups = _ordered(list(data[group]), group_order)
+    names = _ordered(list(data[series]), series_order)
+    stats = data.groupby([group, series])[value].agg(["mean", "min", "max", "count"])
+    width = 0.8 / max(len(names), 1)
+    x = np.arange(len(groups))
+    for i, name in enumerate(names):
+        means, lo, hi = [], [], []
+        for g in groups:
+            if (g, name) in stats.index:
+                s = stats.loc[(g, name)]
+                means.append(s["mean"] * scale)
+                lo.append((s["mean"] - s["min"]) * scale)
+                hi.append((s["max"] - s["mean"]) * scale)
+            else:
+                means.append(np.nan)
+                lo.append(0.0)
+                hi.append(0.0)
+        err = [lo, hi] if stats["count"].max() > 1 else None
+        color = colors.get(name) if colors else None
+        ax.bar(x - 0.4 + width * (i + 0.5), means, width, yerr=err, capsize=2, label=series_label(name), color=color)
+    ax.set_xticks(x, [group_label(g) for g in groups])
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    if legend and names:
+        ax.legend(fontsize="small")
+
+
+def heatmap(
+    ax: Any,
+    frame: pd.DataFrame,
+    x: str,
+    y: str,
+    value: str,
+    *,
+    fmt: str = "{:.2f}",
+    x_label: Callable[[Any], str] = str,
+    y_label: Callable[[Any], str] = str,
+    cmap: str = "viridis",
+    vmin: float | None = None,
+    vmax: float | None = None,
+) -> Any:
+    """A heatmap of ``value`` over (x, y), each cell annotated; returns the image."""
+    table = frame.pivot_table(index=y, columns=x, values=value, aggfunc="mean").sort_index().sort_index(axis=1)
+    img = ax.imshow(table.to_numpy(dtype=float), origin="lower", aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.set_xticks(range(table.shape[1]), [x_label(v) for v in table.columns])
+    ax.set_yticks(range(table.shape[0]), [y_label(v) for v in table.index])
+    lo, hi = img.get_clim()
+    mid = (lo + hi) / 2
+    for (r, c), v in np.ndenumerate(table.to_numpy(dtype=float)):
+        if np.isfinite(v):
+            ax.text(c, r, fmt.format(v), ha="center", va="center", fontsize="small", color="white" if v < mid else "black")
+    return img
+
+
+def lines(ax: Any, frame: pd.DataFrame, x: str, y: str, by: str | None = None, *, scale: float = 1.0,
+          label: Callable[[Any], str] = str, ylabel: str = "", xlabel: str = "", **kw: Any) -> None:
+    """One line of ``y`` against ``x`` per value of ``by`` (or a single line)."""
+    if by is None:
+        ax.plot(frame[x], frame[y] * scale, **kw)
+    else:
+        for key, part in frame.groupby(by, sort=False):
+            ax.plot(part[x], part[y] * scale, label=label(key), **kw)
+        ax.legend(fontsize="small")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+
+
+def read_summary(directory: Path) -> dict[str, Any]:
+    path = directory / "summary.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no summary.json (run the experiment first)")
+    return json.loads(path.read_text())
+
+
+def read_summary_rows(directory: Path, required: Sequence[str] = ()) -> pd.DataFrame:
+    """``summary.json``'s ``rows`` as a DataFrame, checking the columns a plot needs."""
+    summary = read_summary(directory)
+    rows = pd.DataFrame(summary.get("rows", []))
+    missing = [c for c in required if c not in rows.columns]
+    if missing:
+        raise ValueError(f"{directory / 'summary.json'}: rows lack {', '.join(missing)}")
+    return rows
+
+
+def _contention_label(c: Any) -> str:
+    return f"{c:g}x" if isinstance(c, (int, float)) else str(c)
+
+
+def _system_label(s: Any) -> str:
+    return SYSTEM_LABELS.get(s, str(s))
+
+
+# ---------------------------------------------------------------------------------------
+# Time series of one simulation (`tiermem sim --out DIR`)
+
+_TIER_COL = re.compile(r"^tier(\d+)_(latency_ns|read_bytes_per_s|write_bytes_per_s|used_bytes)$")
+_SHARE_COL = re.compile(r"^app_share_tier(\d+)$")
+
+
+def _tier_names(directory: Path) -> dict[int, str]:
+    """Tier names from summary.json's ``tiers`` list when there is one."""
+    try:
+        summary = read_summary(directory)
+    except (FileNotFoundError, ValueError):
+        return {}
+    tiers = summary.get("tiers")
+    if tiers is None and isinstance(summary.get("steady_state"), dict):
+        tiers = summary["steady_state"].get("tiers")
+    names: dict[int, str] = {}
+    if isinstance(tiers, list):
+        for i, t in enumerate(tiers):
+            if isinstance(t, dict) and isinstance(t.get("name"), str):
+                names[i] = t["name"]
+    return names
+
+
+@kind("timeseries")
+def plot_timeseries(directory: Path) -> list[Path]:
+    """``DIR/timeseries.csv`` -> ``throughput.png``, ``latency.png``, ``bandwidth.png``
+    (and ``placement.png`` when tier occupancy or application shares are recorded).
+    Only the columns present are drawn; a file whose columns are all absent is skipped."""
+    csv = directory / "timeseries.csv"
+    if not csv.is_file():
+        raise FileNotFoundError(f"{csv}: no timeseries.csv")
+    ts = pd.read_csv(csv)
+    if "t_s" not in ts.columns:
+        raise ValueError(f"{csv}: no t_s column")
+    t = ts["t_s"]
+    names = _tier_names(directory)
+    tiers: dict[str, dict[int, str]] = {}
+    for col in ts.columns:
+        m = _TIER_COL.match(col)
+        if m:
+            tiers.setdefault(m.group(2), {})[int(m.group(1))] = col
+    shares = {int(m.group(1)): c for c in ts.columns if (m := _SHARE_COL.match(c))}
+
+    def tier_label(i: int) -> str:
+        return f"tier {i} ({names[i]})" if i in names else f"tier {i}"
+
+    written: list[Path] = []
+    if "throughput_ops_per_s" in ts.columns:
+        has_mig = "migrated_bytes_per_s" in ts.columns
+        fig, axes = new_figure(2 if has_mig else 1, 1, sharex=True)
+        ax = axes[0, 0]
+        ax.plot(t, ts["throughput_ops_per_s"] / 1e6)
+        ax.set_ylabel("throughput (Mops/s)")
+        ax.grid(alpha=0.3)
+        if has_mig:
+            ax2 = axes[1, 0]
+            ax2.plot(t, ts["migrated_bytes_per_s"] / 1e6, color="tab:red")
+            ax2.set_ylabel("migration (MB/s)")
+            ax2.grid(alpha=0.3)
+        axes[-1, 0].set_xlabel("time (s)")
+        written.append(save(fig, directory / "throughput.png"))
+    if "latency_ns" in tiers:
+        fig, axes = new_figure()
+        ax = axes[0, 0]
+        for i, col in sorted(tiers["latency_ns"].items()):
+            ax.plot(t, ts[col], label=tier_label(i))
+        ax.set_ylabel("loaded latency (ns)")
+        ax.set_xlabel("time (s)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+        written.append(save(fig, directory / "latency.png"))
+    if "read_bytes_per_s" in tiers or "write_bytes_per_s" in tiers:
+        fig, axes = new_figure()
+        ax = axes[0, 0]
+        for what, style in (("read_bytes_per_s", "-"), ("write_bytes_per_s", "--")):
+            for i, col in sorted(tiers.get(what, {}).items()):
+                ax.plot(t, ts[col] / 1e9, style, label=f"{tier_label(i)} {what.split('_')[0]}")
+        ax.set_ylabel("bandwidth (GB/s)")
+        ax.set_xlabel("time (s)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+        written.append(save(fig, directory / "bandwidth.png"))
+    if "used_bytes" in tiers or shares:
+        panels = [p for p in ("used_bytes", "shares") if (p == "shares" and shares) or p in tiers]
+        fig, axes = new_figure(len(panels), 1, sharex=True)
+        for ax, panel in zip(axes[:, 0], panels):
+            if panel == "used_bytes":
+                for i, col in sorted(tiers["used_bytes"].items()):
+                    ax.plot(t, ts[col] / 2**30, label=tier_label(i))
+                ax.set_ylabel("used (GiB)")
+            else:
+                for i, col in sorted(shares.items()):
+                    ax.plot(t, ts[col], label=tier_label(i))
+                ax.set_ylabel("share of app accesses")
+                ax.set_ylim(0, 1)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize="small")
+        axes[-1, 0].set_xlabel("time (s)")
+        written.append(save(fig, directory / "placement.png"))
+    return written
+
+
+# ---------------------------------------------------------------------------------------
+# Colloid (SOSP'24) figures
+
+
+def _with_best_case(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows plus synthesized ``best-case`` rows from ``best_case_throughput`` when the
+    summary has no explicit best-case system."""
+    if "best-case" in set(rows["system"]) or "best_case_throughput" not in rows.columns:
+        return rows
+    best = rows.dropna(subset=["best_case_throughput"]).groupby("contention", as_index=False)["best_case_throughput"].mean()
+    best = best.rename(columns={"best_case_throughput": "throughput"}).assign(system="best-case")
+    return pd.concat([rows, best], ignore_index=True)
+
+
+@kind("colloid-fig1")
+def plot_colloid_fig1(directory: Path) -> list[Path]:
+    """Colloid Fig. 1 (throughput vs contention), Fig. 2a (per-tier latency), Fig. 2b
+    (default-tier share) from ``DIR/summary.json``."""
+    rows = read_summary_rows(directory, ["system", "contention", "throughput"])
+    written = []
+
+    fig, axes = new_figure()
+    grouped_bars(axes[0, 0], _with_best_case(rows), "contention", "system", "throughput",
+                 series_order=SYSTEM_ORDER, series_label=_system_label, group_label=_contention_label,
+                 scale=1e-6, ylabel="throughput (Mops/s)", xlabel="memory interconnect contention")
+    axes[0, 0].set_title("GUPS throughput vs best case (Colloid Fig. 1)")
+    written.append(save(fig, directory / "fig1_throughput.png"))
+
+    lat_cols = {"default_tier_latency_ns": "default tier", "alternate_tier_latency_ns": "alternate tier"}
+    if set(lat_cols) <= set(rows.columns):
+        systems = [s for s in _ordered(list(rows["system"]), SYSTEM_ORDER) if s != "best-case"]
+        fig, axes = new_figure(1, max(len(systems), 1), size=(4.0 * max(len(systems), 1), 4.0), sharey=True)
+        long = rows.melt(id_vars=["system", "contention"], value_vars=list(lat_cols), var_name="tier", value_name="latency_ns")
+        for ax, system in zip(axes[0], systems):
+            grouped_bars(ax, long[long["system"] == system], "contention", "tier", "latency_ns",
+                         series_order=list(lat_cols), series_label=lat_cols.get, group_label=_contention_label,
+                         xlabel="contention", legend=ax is axes[0, 0])
+            ax.set_title(_system_label(system))
+        axes[0, 0].set_ylabel("average access latency (ns)")
+        fig.suptitle("Per-tier loaded latency (Colloid Fig. 2a)")
+        written.append(save(fig, directory / "fig2a_latency.png"))
+
+    if "default_tier_share" in rows.columns:
+        fig, axes = new_figure()
+        grouped_bars(axes[0, 0], rows, "contention", "system", "default_tier_share",
+                     series_order=SYSTEM_ORDER, series_label=_system_label, group_label=_contention_label,
+                     scale=100.0, ylabel="default-tier share (%)", xlabel="memory interconnect contention")
+        axes[0, 0].set_ylim(0, 105)
+        axes[0, 0].set_title("Share of app bandwidth served by the default tier (Colloid Fig. 2b)")
+        written.append(save(fig, directory / "fig2b_share.png"))
+    return written
+
+
+@kind("colloid-fig5")
+def plot_colloid_fig5(directory: Path) -> list[Path]:
+    """Colloid Fig. 5: each system with and without Colloid, plus best case, per contention."""
+    rows = read_summary_rows(directory, ["system", "contention", "throughput", "colloid"])
+    rows = rows.assign(variant=[f"{s}+colloid" if c else s for s, c in zip(rows["system"], rows["colloid"].astype(bool))])
+    best = _with_best_case(rows.drop(columns=["variant"]))
+    best = best[best["system"] == "best-case"].assign(variant="best-case")
+    data = pd.concat([rows[rows["system"] != "best-case"], best], ignore_index=True)
+    order = [v for s in SYSTEM_ORDER[:-1] for v in (s, f"{s}+colloid")] + ["best-case"]
+
+    def label(v: str) -> str:
+        base, _, extra = v.partition("+")
+        return _system_label(base) + (" + Colloid" if extra else "")
+
+    # One hue per system: light without Colloid, dark with it; best case grey.
+    paired = matplotlib.colormaps["tab20"].colors
+    colors = {v: paired[2 * (i // 2) + (1 - i % 2)] for i, v in enumerate(order[:-1])}
+    colors["best-case"] = "0.45"
+    fig, axes = new_figure(size=(10.0, 4.5))
+    grouped_bars(axes[0, 0], data, "contention", "variant", "throughput", series_order=order, series_label=label,
+                 colors=colors,
+                 group_label=_contention_label, scale=1e-6, ylabel="throughput (Mops/s)",
+                 xlabel="memory interconnect contention")
+    axes[0, 0].set_title("With and without Colloid (Colloid Fig. 5)")
+    return [save(fig, directory / "fig5_throughput.png")]
+
+
+def _gain_heatmaps(directory: Path, ycol: str, ylabel: str, out: str, title: str,
+                   y_label: Callable[[Any], str] = str) -> list[Path]:
+    rows = read_summary_rows(directory, ["system", "contention", ycol, "gain"])
+    systems = [s for s in _ordered(list(rows["system"]), SYSTEM_ORDER) if s != "best-case"]
+    n = max(len(systems), 1)
+    fig, axes = new_figure(1, n, size=(4.0 * n + 1.0, 4.0))
+    vmin, vmax = float(rows["gain"].min()), float(rows["gain"].max())
+    img = None
+    for ax, system in zip(axes[0], systems):
+        img = heatmap(ax, rows[rows["system"] == system], "contention", ycol, "gain",
+                      x_label=_contention_label, y_label=y_label, vmin=vmin, vmax=vmax)
+        ax.set_title(_system_label(system))
+        ax.set_xlabel("contention")
+    axes[0, 0].set_ylabel(ylabel)
+    if img is not None:
+        fig.colorbar(img, ax=list(axes[0]), label="throughput gain with Colloid (x)")
+    fig.suptitle(title)
+    return [save(fig, directory / out)]
+
+
+def _size_label(v: Any) -> str:
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        return str(v)
+    for unit, div in (("MB", 2**20), ("KB", 2**10)):
+        if n >= div and n % div == 0:
+            return f"{n // div} {unit}"
+    return f"{n} B"
+
+
+@kind("colloid-fig7")
+def plot_colloid_fig7(directory: Path) -> list[Path]:
+    """Colloid Fig. 7: gain over (contention x alternate-tier latency ratio), one map per system."""
+    return _gain_heatmaps(directory, "alt_latency_ratio", "alternate / default unloaded latency",
+                          "fig7_gain.png", "Colloid gain vs alternate-tier latency (Colloid Fig. 7)",
+                          y_label=lambda v: f"{v:g}x")
+
+
+@kind("colloid-fig8")
+def plot_colloid_fig8(directory: Path) -> list[Path]:
+    """Colloid Fig. 8: gain over (contention x object size), one map per system."""
+    return _gain_heatmaps(directory, "object_size", "object size", "fig8_gain.png",
+                          "Colloid gain vs object size (Colloid Fig. 8)", y_label=_size_label)
+
+
+@kind("colloid-fig9")
+def plot_colloid_fig9(directory: Path) -> list[Path]:
+    """Colloid Fig. 9: throughput and migration rate over time, with and without Colloid,
+    one row per scenario and one column per system, from ``DIR/fig9_timeseries.csv``."""
+    csv = directory / "fig9_timeseries.csv"
+    if not csv.is_file():
+        raise FileNotFoundError(f"{csv}: no fig9_timeseries.csv")
+    ts = pd.read_csv(csv)
+    need = ["scenario", "system", "colloid", "t_s", "throughput_ops_per_s"]
+    missing = [c for c in need if c not in ts.columns]
+    if missing:
+        raise ValueError(f"{csv}: lacks {', '.join(missing)}")
+    ts["colloid"] = ts["colloid"].astype(str).str.lower().isin(["true", "1", "yes"])
+    scenarios = list(dict.fromkeys(ts["scenario"]))
+    systems = _ordered(list(ts["system"]), SYSTEM_ORDER)
+    written = []
+    for col, out, ylabel, scale in (
+        ("throughput_ops_per_s", "fig9_throughput.png", "throughput (Mops/s)", 1e-6),
+        ("migrated_bytes_per_s", "fig9_migration.png", "migration (MB/s)", 1e-6),
+    ):
+        if col not in ts.columns:
+            continue
+        fig, axes = new_figure(len(scenarios), len(systems), size=(3.5 * len(systems), 2.6 * len(scenarios)),
+                               sharex=True)
+        for r, scenario in enumerate(scenarios):
+            for c, system in enumerate(systems):
+                ax = axes[r, c]
+                part = ts[(ts["scenario"] == scenario) & (ts["system"] == system)]
+                for with_colloid in (False, True):
+                    sub = part[part["colloid"] == with_colloid]
+                    if len(sub):
+                        ax.plot(sub["t_s"], sub[col] * scale, label="with Colloid" if with_colloid else "without")
+                ax.grid(alpha=0.3)
+                if r == 0:
+                    ax.set_title(_system_label(system))
+                if c == 0:
+                    ax.set_ylabel(f"{scenario}\n{ylabel}")
+                if r == len(scenarios) - 1:
+                    ax.set_xlabel("time (s)")
+                if r == 0 and ax.get_legend_handles_labels()[0]:
+                    ax.legend(fontsize="x-small")
+        written.append(save(fig, directory / out))
+    return written
+
+
+# ---------------------------------------------------------------------------------------
+# CLI
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-l", "--list"):
+        for name, fn in sorted(KINDS.items()):
+            print(f"{name:14s} {(fn.__doc__ or '').strip().splitlines()[0]}")
+        return 0
+    if len(args) != 2 or args[0] in ("-h", "--help"):
+        print("usage: python -m tiermem.plots KIND DIR   (KIND: " + ", ".join(sorted(KINDS)) + "; --list)",
+              file=sys.stderr)
+        return 0 if args and args[0] in ("-h", "--help") else 2
+    kind_name, directory = args
+    if kind_name not in KINDS:
+        print(f"tiermem.plots: unknown plot kind {kind_name!r}; known: {', '.join(sorted(KINDS))}", file=sys.stderr)
+        return 2
+    try:
+        written = plot(kind_name, directory)
+    except (FileNotFoundError, ValueError, KeyError) as e:
+        print(f"tiermem.plots: {kind_name} {directory}: {e}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

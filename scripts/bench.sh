@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Benchmark dispatcher (`make bench`): runs every bench/*/run.sh, then times the Colloid
+# Fig. 1 reproduction (quick and full) with the release binary, and prints a summary.
+# Each step's output goes to out/bench/<name>.log; a failing step is reported, not fatal.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+export TIERMEM_PYTHON="${TIERMEM_PYTHON:-$PWD/.venv/bin/python}"
+BIN=target/release/tiermem
+LOGS=out/bench
+mkdir -p "$LOGS"
+
+names=()
+secs=()
+codes=()
+
+run_step() {  # run_step NAME CMD...
+    local name=$1; shift
+    local log="$LOGS/$name.log"
+    echo "== $name: $*"
+    local start=$SECONDS
+    "$@" >"$log" 2>&1
+    local rc=$?
+    local took=$((SECONDS - start))
+    tail -n 20 "$log"
+    names+=("$name"); secs+=("$took"); codes+=("$rc")
+    [ "$rc" -eq 0 ] || echo "!! $name failed (exit $rc), log: $log"
+}
+
+shopt -s nullglob
+for script in bench/*/run.sh; do
+    run_step "$(basename "$(dirname "$script")")" bash "$script"
+done
+if [ -x "$BIN" ]; then
+    run_step colloid-fig1-quick "$BIN" reproduce colloid-fig1 --quick --out out/bench/colloid-fig1-quick
+    run_step colloid-fig1-full "$BIN" reproduce colloid-fig1 --out out/bench/colloid-fig1
+else
+    echo "bench: $BIN missing (run make setup)"
+fi
+
+echo
+echo "bench summary (wall seconds; logs in $LOGS/)"
+printf '%-28s %8s %6s\n' step seconds exit
+failed=0
+for i in "${!names[@]}"; do
+    printf '%-28s %8s %6s\n' "${names[$i]}" "${secs[$i]}" "${codes[$i]}"
+    [ "${codes[$i]}" -eq 0 ] || failed=$((failed + 1))
+done
+[ "$failed" -eq 0 ] || { echo "bench: $failed step(s) failed"; exit 1; }

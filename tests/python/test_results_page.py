@@ -1,0 +1,38 @@
+"""docs/results.md generation from summary.json files."""
+
+from __future__ import annotations
+
+import json
+
+from tiermem import plots, results_page
+
+
+def test_results_page(tmp_path):
+    out = tmp_path / "out"
+    fig1 = out / "colloid-fig1"
+    fig1.mkdir(parents=True)
+    rows = [{"system": s, "contention": c, "throughput": 1.5e7 / (c + 1), "default_tier_share": 0.9}
+            for s in ("hemem", "tpp") for c in range(2)]
+    (fig1 / "summary.json").write_text(json.dumps({"experiment": "colloid-fig1", "quick": True, "rows": rows}))
+    plots.plot("colloid-fig1", fig1)
+    sim = out / "x"
+    sim.mkdir()
+    (sim / "summary.json").write_text(json.dumps({"policy": "tpp", "throughput_ops_per_s": 1234.5,
+                                                   "tiers": {"dram": {"share": 0.5}}}))
+    page = tmp_path / "docs" / "results.md"
+    text = results_page.build(out, page)
+    assert page.read_text() == text
+    assert "## colloid-fig1" in text and "## x" in text
+    assert "| system | contention | throughput | default_tier_share |" in text
+    assert "| hemem | 0 | 15,000,000 | 0.9 |" in text
+    assert "- quick: yes" in text
+    assert "| tiers.dram.share | 0.5 |" in text
+    assert "![fig1_throughput](results/colloid-fig1/fig1_throughput.png)" in text
+    assert (page.parent / "results" / "colloid-fig1" / "fig1_throughput.png").stat().st_size > 0
+    # deterministic
+    assert results_page.build(out, page) == text
+
+
+def test_results_page_empty(tmp_path):
+    text = results_page.build(tmp_path / "none", tmp_path / "r.md")
+    assert "No results yet" in text
