@@ -296,7 +296,7 @@ def plot_timeseries(directory: Path) -> list[Path]:
         ax = axes[0, 0]
         for what, style in (("read_bytes_per_s", "-"), ("write_bytes_per_s", "--")):
             for i, col in sorted(tiers.get(what, {}).items()):
-                ax.plot(t, ts[col] / 1e9, style, label=f"{tier_label(i)} {what.split('_')[0]}")
+                ax.plot(t, ts[col] / 1e9, style, color=f"C{i % 10}", label=f"{tier_label(i)} {what.split('_')[0]}")
         ax.set_ylabel("bandwidth (GB/s)")
         ax.set_xlabel("time (s)")
         ax.grid(alpha=0.3)

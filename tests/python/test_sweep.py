@@ -89,3 +89,11 @@ def test_sim_result_save_writes_files(fake, tmp_path):
     assert json.loads((out / "summary.json").read_text()) == r.summary
     assert (out / "timeseries.csv").read_text().splitlines()[0] == "t_s,throughput_ops_per_s"
     assert (out / "throughput.png").stat().st_size > 0
+
+
+def test_sweep_parallel_matches_serial(fake):
+    # Worker processes are forked (Linux default), so they inherit the fake native module.
+    grid = {"machine.antagonist_cores": [0, 5, 10, 15], "tiers.1.latency_ns": [135.0, 189.0]}
+    serial = tiermem.sweep(BASE, grid, jobs=1)
+    parallel = tiermem.sweep(BASE, grid, jobs=2)
+    pd.testing.assert_frame_equal(serial, parallel)
