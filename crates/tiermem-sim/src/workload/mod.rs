@@ -7,7 +7,18 @@
 //! and are simulated access by access.
 
 use rand::rngs::SmallRng;
+use rand::RngCore;
 use tiermem_core::PageIdx;
+
+pub mod config;
+pub mod gups;
+pub mod kv;
+mod phased;
+pub mod random;
+pub mod stream;
+pub mod trace;
+
+pub use config::{build, WorkloadConfig};
 
 /// One operation's memory footprint.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -33,7 +44,8 @@ pub trait Workload: Send {
     fn page_count(&self) -> u32;
     fn op_shape(&self) -> OpShape;
     /// Move the workload's clock to `now_ns` (phase changes, hot-set moves). Returns true if
-    /// the access distribution changed (callers then re-read `probabilities`).
+    /// the access distribution changed (callers then re-read `probabilities` and, for phase
+    /// schedules that change the object size, `op_shape`).
     fn advance_to(&mut self, now_ns: u64) -> bool;
     /// Exact per-operation access probability of every page, if stationary.
     fn probabilities(&self) -> Option<&[f64]>;
@@ -47,4 +59,65 @@ pub trait Workload: Send {
     fn hot_pages(&self) -> Option<Vec<PageIdx>> {
         None
     }
+    /// The next time (ns) at which `advance_to` will report a change, if one is scheduled:
+    /// lets the caller end an epoch exactly there.
+    fn next_change_ns(&self) -> Option<u64> {
+        None
+    }
+    /// Each simulated access stands for `k` real ones (the machine's `accesses_per_sample`).
+    /// Only ordered streams care (a sequential stream then advances `k` objects per
+    /// `next()`, so a sweep takes the same virtual time as unsampled); stationary and trace
+    /// workloads ignore it.
+    fn set_accesses_per_sample(&mut self, _k: f64) {}
+}
+
+/// `floor(r * n / 2^64)`: a uniform index in `0..n` from one 64-bit draw (Lemire's
+/// multiply-shift; bias ≤ n / 2^64, i.e. none at any page count we simulate).
+#[inline(always)]
+pub(crate) fn index_from(r: u64, n: u32) -> u32 {
+    ((r as u128 * n as u128) >> 64) as u32
+}
+
+/// The 64-bit threshold `t` with `P(next_u64() < t) = p` (to within 2^-64).
+pub(crate) fn threshold(p: f64) -> u64 {
+    if p <= 0.0 {
+        0
+    } else if p >= 1.0 {
+        u64::MAX
+    } else {
+        (p * 18_446_744_073_709_551_616.0) as u64
+    }
+}
+
+/// Whether an operation writes: never, always, or with a probability (one draw).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WriteDraw {
+    Never,
+    Always,
+    Below(u64),
+}
+
+impl WriteDraw {
+    pub(crate) fn new(write_fraction: f64) -> WriteDraw {
+        if write_fraction <= 0.0 {
+            WriteDraw::Never
+        } else if write_fraction >= 1.0 {
+            WriteDraw::Always
+        } else {
+            WriteDraw::Below(threshold(write_fraction))
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn draw(self, rng: &mut SmallRng) -> bool {
+        match self {
+            WriteDraw::Never => false,
+            WriteDraw::Always => true,
+            WriteDraw::Below(t) => rng.next_u64() < t,
+        }
+    }
+}
+
+/// Cache lines an object of `bytes` covers: `ceil(bytes / 64)`.
+pub(crate) fn lines_for(bytes: u64) -> u32 {
+    bytes.div_ceil(tiermem_core::CACHELINE_BYTES).max(1) as u32
 }

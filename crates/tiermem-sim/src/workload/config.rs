@@ -1,0 +1,570 @@
+//! Workload configuration (`[workload]` in a simulation config) and the builder.
+//!
+//! One serde enum, internally tagged by `kind`; every struct rejects unknown fields.
+//! Sizes are strings (`"72G"`, `"4K"`) or integers (bytes). Examples:
+//!
+//! ```toml
+//! [workload]                      # Colloid §2.1 GUPS
+//! kind = "gups"
+//! working_set = "72G"
+//! hot_set = "24G"
+//! hot_probability = 0.9
+//! object_size = 64
+//! write_fraction = 1.0            # 1:1 read/write: every object read is updated
+//! hot_set_move_at_s = 100         # optional: the hot set moves at t = 100 s
+//!
+//! [workload]                      # YCSB-A over 10 M 1 KiB records, Zipf 0.99
+//! kind = "kv"
+//! keys = 10000000
+//! value_size = "1K"
+//! mix = "A"
+//! distribution = "zipf"
+//!
+//! [workload]
+//! kind = "stream"
+//! working_set = "8G"
+//!
+//! [workload]
+//! kind = "random"
+//! working_set = "5G"
+//!
+//! [workload]
+//! kind = "trace"
+//! path = "traces/app.tmt"         # lackey text or tiermem binary, detected by its magic
+//! loop = true
+//! ```
+//!
+//! Every kind takes `phases`, a schedule of changes: each phase is a table with `at_s`
+//! (virtual seconds) and the fields that change from then on. Changes accumulate (phase 2
+//! applies on top of phase 1), may include `kind` (a different workload over the same page
+//! space), and are checked as strictly as the base:
+//!
+//! ```toml
+//! [[workload.phases]]
+//! at_s = 30
+//! hot_probability = 0.5
+//! [[workload.phases]]
+//! at_s = 60
+//! kind = "stream"
+//! ```
+//! Each phase starts its workload afresh (a new hot set only if its size or seed-relevant
+//! fields changed: phases are built from the same seed).
+
+use super::gups::{Gups, GupsSpec};
+use super::kv::{KeyDist, Kv, KvSpec, Mix};
+use super::phased::Phased;
+use super::random::RandomUniform;
+use super::stream::Stream;
+use super::trace::TraceReplay;
+use super::Workload;
+use crate::config::Size;
+use serde::{Deserialize, Serialize};
+use tiermem_core::config::{check_range, invalid, join, Validate};
+use tiermem_core::Result;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum WorkloadConfig {
+    Gups(GupsConfig),
+    Kv(KvConfig),
+    Stream(StreamConfig),
+    Random(RandomConfig),
+    Trace(TraceConfig),
+}
+
+/// One entry of a phase schedule: from `at_s` on, these fields differ from the base.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseConfig {
+    /// Virtual time (s) at which the change takes effect.
+    pub at_s: f64,
+    /// The changed fields (any field of the workload, including `kind`).
+    #[serde(flatten)]
+    pub changes: toml::Table,
+}
+
+/// GUPS as in Colloid §2.1 (after HeMem's GUPS): objects chosen from a contiguous hot
+/// region with `hot_probability`, otherwise from the whole buffer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GupsConfig {
+    /// Buffer size (Colloid §2.1: 72 GB).
+    pub working_set: Size,
+    /// Size of the hot region (Colloid §2.1: 24 GB), a random contiguous region chosen by
+    /// the seed.
+    pub hot_set: Size,
+    /// Probability an operation picks its object from the hot set (Colloid §2.1: 0.9).
+    #[serde(default = "default_hot_probability")]
+    pub hot_probability: f64,
+    /// Object size in bytes, 64..4096 in Colloid §5 Fig. 8 (default 64); objects are
+    /// aligned within pages.
+    #[serde(default = "default_object_size")]
+    pub object_size: Size,
+    /// Fraction of operations that also write the object back (1.0 = Colloid's 1:1 RW).
+    #[serde(default = "one")]
+    pub write_fraction: f64,
+    /// At this virtual time the hot set moves to a different random region (disjoint from
+    /// the old one when the buffer allows; Colloid §5.3 Fig. 9 moves it at t = 100 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_set_move_at_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseConfig>,
+}
+
+/// A key-value store driven by a YCSB core workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvConfig {
+    /// Number of records loaded (YCSB `recordcount`).
+    pub keys: u64,
+    /// Value bytes per record.
+    pub value_size: Size,
+    /// Key (plus item header) bytes per record, stored with the value (default 0).
+    #[serde(default = "zero_size")]
+    pub key_size: Size,
+    /// YCSB core workload "A".."F" (see `kv.rs` for the proportions).
+    #[serde(default = "default_mix")]
+    pub mix: String,
+    /// Key popularity: "zipf" (YCSB's default), "gaussian" (memtier `--key-pattern G`),
+    /// or "uniform".
+    #[serde(default = "default_distribution")]
+    pub distribution: String,
+    /// Zipf exponent (YCSB `ZIPFIAN_CONSTANT` = 0.99).
+    #[serde(default = "default_theta")]
+    pub zipf_theta: f64,
+    /// Gaussian standard deviation as a fraction of the key space (memtier's default
+    /// `--key-stddev` is (max - min) / 6).
+    #[serde(default = "default_stddev")]
+    pub gaussian_stddev: f64,
+    /// Scatter popular keys over the key space (YCSB's scrambled Zipfian). Defaults to true
+    /// for zipf, false for gaussian/uniform (memtier keys are laid out in key order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scramble: Option<bool>,
+    /// Record slots for inserts (mixes D, E); inserts past it overwrite the oldest
+    /// inserted slot. Default: `keys` (a full store: every insert replaces the oldest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_keys: Option<u64>,
+    /// Longest scan of mix E (YCSB `maxscanlength` = 100; lengths uniform in 1..=max).
+    #[serde(default = "default_scan")]
+    pub max_scan_length: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseConfig>,
+}
+
+/// Sequential streaming over a buffer, wrapping at its end.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamConfig {
+    pub working_set: Size,
+    /// Bytes consumed per operation (default 64: one line).
+    #[serde(default = "default_object_size")]
+    pub object_size: Size,
+    /// Fraction of operations that write (default 0: a read stream).
+    #[serde(default)]
+    pub write_fraction: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseConfig>,
+}
+
+/// Uniform random objects over a buffer (XSBench-like lookups).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomConfig {
+    pub working_set: Size,
+    #[serde(default = "default_object_size")]
+    pub object_size: Size,
+    #[serde(default)]
+    pub write_fraction: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseConfig>,
+}
+
+/// Replay of a real address trace (valgrind lackey text or tiermem binary).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceConfig {
+    pub path: String,
+    /// Start again at the first record after the last (else the workload finishes).
+    #[serde(default, rename = "loop")]
+    pub looping: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseConfig>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn default_hot_probability() -> f64 {
+    0.9
+}
+fn default_object_size() -> Size {
+    Size::Bytes(64)
+}
+fn zero_size() -> Size {
+    Size::Bytes(0)
+}
+fn default_mix() -> String {
+    "A".into()
+}
+fn default_distribution() -> String {
+    "zipf".into()
+}
+fn default_theta() -> f64 {
+    0.99
+}
+fn default_stddev() -> f64 {
+    1.0 / 6.0
+}
+fn default_scan() -> u32 {
+    100
+}
+
+impl WorkloadConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WorkloadConfig::Gups(_) => "gups",
+            WorkloadConfig::Kv(_) => "kv",
+            WorkloadConfig::Stream(_) => "stream",
+            WorkloadConfig::Random(_) => "random",
+            WorkloadConfig::Trace(_) => "trace",
+        }
+    }
+
+    pub fn phases(&self) -> &[PhaseConfig] {
+        match self {
+            WorkloadConfig::Gups(c) => &c.phases,
+            WorkloadConfig::Kv(c) => &c.phases,
+            WorkloadConfig::Stream(c) => &c.phases,
+            WorkloadConfig::Random(c) => &c.phases,
+            WorkloadConfig::Trace(c) => &c.phases,
+        }
+    }
+
+    /// The full config in force during each phase (base plus the changes of phases
+    /// `0..=i`), with its start time. `path` is this config's field path.
+    pub fn phase_configs(&self, path: &str) -> Result<Vec<(f64, WorkloadConfig)>> {
+        let mut cur = toml::Value::try_from(self)
+            .map_err(|e| invalid(path, format!("cannot re-encode the workload config: {e}")))?;
+        if let Some(t) = cur.as_table_mut() {
+            t.remove("phases");
+        }
+        let mut out = Vec::new();
+        let mut last_t = 0.0;
+        for (i, ph) in self.phases().iter().enumerate() {
+            let pp = join(path, &format!("phases[{i}]"));
+            check_range(&join(&pp, "at_s"), ph.at_s, 0.0, 1e9)?;
+            if ph.at_s <= last_t && i > 0 {
+                return Err(invalid(&join(&pp, "at_s"), format!("{} is not after the previous phase's at_s {last_t}; list phases in time order", ph.at_s)));
+            }
+            last_t = ph.at_s;
+            if ph.changes.contains_key("phases") {
+                return Err(invalid(&join(&pp, "phases"), "phases cannot nest; list every change in the top-level workload.phases"));
+            }
+            let table = cur.as_table_mut().expect("workload config encodes as a table");
+            if let Some(k) = ph.changes.get("kind") {
+                if k.as_str() != table.get("kind").and_then(|v| v.as_str()) {
+                    // A different kind keeps only the fields this phase gives.
+                    table.retain(|key, _| key == "kind");
+                }
+            }
+            for (k, v) in &ph.changes {
+                table.insert(k.clone(), v.clone());
+            }
+            let cfg: WorkloadConfig = cur
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid(&pp, format!("{}; a phase lists `at_s` and fields of the workload kind in force", e.message().trim())))?;
+            cfg.validate_one(&pp)?;
+            out.push((ph.at_s, cfg));
+        }
+        Ok(out)
+    }
+
+    fn validate_one(&self, p: &str) -> Result<()> {
+        match self {
+            WorkloadConfig::Gups(c) => c.validate(p),
+            WorkloadConfig::Kv(c) => c.validate(p),
+            WorkloadConfig::Stream(c) => validate_buffer(p, &c.working_set, &c.object_size, c.write_fraction),
+            WorkloadConfig::Random(c) => validate_buffer(p, &c.working_set, &c.object_size, c.write_fraction),
+            WorkloadConfig::Trace(c) => {
+                if c.path.trim().is_empty() {
+                    return Err(invalid(&join(p, "path"), "is empty; give the trace file (lackey text or tiermem binary)"));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Validate for WorkloadConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        self.validate_one(p)?;
+        self.phase_configs(p)?;
+        Ok(())
+    }
+}
+
+fn positive_size(path: &str, s: &Size) -> Result<u64> {
+    let b = s.bytes(path)?;
+    if b == 0 {
+        return Err(invalid(path, "must be > 0; write e.g. \"64\", \"4K\" or \"72G\""));
+    }
+    Ok(b)
+}
+
+fn validate_buffer(p: &str, ws: &Size, obj: &Size, wf: f64) -> Result<()> {
+    positive_size(&join(p, "working_set"), ws)?;
+    positive_size(&join(p, "object_size"), obj)?;
+    check_range(&join(p, "write_fraction"), wf, 0.0, 1.0)
+}
+
+impl Validate for GupsConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        let ws = positive_size(&join(p, "working_set"), &self.working_set)?;
+        let hot = self.hot_set.bytes(&join(p, "hot_set"))?;
+        if hot > ws {
+            return Err(invalid(&join(p, "hot_set"), format!("{hot} bytes is larger than working_set ({ws} bytes); the hot set is a region of the buffer")));
+        }
+        check_range(&join(p, "hot_probability"), self.hot_probability, 0.0, 1.0)?;
+        positive_size(&join(p, "object_size"), &self.object_size)?;
+        check_range(&join(p, "write_fraction"), self.write_fraction, 0.0, 1.0)?;
+        if let Some(t) = self.hot_set_move_at_s {
+            check_range(&join(p, "hot_set_move_at_s"), t, 0.0, 1e9)?;
+        }
+        Ok(())
+    }
+}
+
+impl Validate for KvConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        if self.keys == 0 || self.keys > u32::MAX as u64 / 2 {
+            return Err(invalid(&join(p, "keys"), format!("{} is out of range; give between 1 and {} records", self.keys, u32::MAX / 2)));
+        }
+        positive_size(&join(p, "value_size"), &self.value_size)?;
+        self.key_size.bytes(&join(p, "key_size"))?;
+        Mix::parse(&self.mix).map_err(|e| invalid(&join(p, "mix"), e))?;
+        match self.distribution.as_str() {
+            "zipf" => check_range(&join(p, "zipf_theta"), self.zipf_theta, 0.0, 10.0)?,
+            "gaussian" => check_range(&join(p, "gaussian_stddev"), self.gaussian_stddev, 1e-9, 1e3)?,
+            "uniform" => {}
+            other => {
+                return Err(invalid(&join(p, "distribution"), format!("`{other}` is not a key distribution; use \"zipf\", \"gaussian\" or \"uniform\"")));
+            }
+        }
+        if let Some(m) = self.max_keys {
+            if m < self.keys || m > u32::MAX as u64 / 2 {
+                return Err(invalid(&join(p, "max_keys"), format!("{m} must be at least keys ({}) and at most {}", self.keys, u32::MAX / 2)));
+            }
+        }
+        if self.max_scan_length == 0 {
+            return Err(invalid(&join(p, "max_scan_length"), "must be ≥ 1 (YCSB's default is 100)"));
+        }
+        Ok(())
+    }
+}
+
+/// Build the workload a config describes.
+///
+/// `page_bytes` is the machine's page size; the page space is `0..page_count()` of that
+/// size. `scale` multiplies every footprint (GUPS working set and hot set, the key count
+/// of a key-value store, stream and random buffers) and `seed` fixes every random choice
+/// made here (hot-set placement, key scrambling).
+///
+/// Why scaling preserves results: the machine multiplies every tier capacity by the same
+/// `scale`, so the ratios that decide placement — hot set : working set : default-tier
+/// capacity — are unchanged, and each page's access probability relative to the tier
+/// capacities is unchanged too (a page of a hot set of H pages has probability
+/// `p/H + (1-p)/N`; scaling H, N and the capacities together scales every page's
+/// probability by 1/scale and the pages a tier holds by scale, so the *mass* per tier —
+/// what sets bandwidth and latency — is the same). Per-operation shape (object size, lines
+/// per op, read/write mix) is not scaled, so throughput per core is the same. What does
+/// change is the number of pages a policy has to find and move (fewer, so migration at a
+/// scaled rate takes the same time) — the simulator scales migration/scan rates alongside.
+/// Traces are real address streams and cannot be scaled: `kind = "trace"` requires
+/// `scale = 1`.
+pub fn build(cfg: &WorkloadConfig, page_bytes: u64, scale: f64, seed: u64) -> Result<Box<dyn Workload>> {
+    let path = "workload";
+    cfg.validate_one(path)?;
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(invalid("scale", format!("{scale} must be a positive number")));
+    }
+    if page_bytes == 0 || !page_bytes.is_power_of_two() {
+        return Err(invalid("machine.page_size", format!("{page_bytes} is not a power of two")));
+    }
+    let base = build_one(cfg, path, page_bytes, scale, seed)?;
+    let phases = cfg.phase_configs(path)?;
+    if phases.is_empty() {
+        return Ok(base);
+    }
+    let mut parts = vec![(0u64, base)];
+    for (i, (at_s, pc)) in phases.into_iter().enumerate() {
+        let w = build_one(&pc, &join(path, &format!("phases[{i}]")), page_bytes, scale, seed)?;
+        parts.push(((at_s * 1e9).round() as u64, w));
+    }
+    Ok(Box::new(Phased::new(parts)))
+}
+
+/// Footprint in pages after scaling: `ceil(bytes · scale / page_bytes)`, at least 1.
+fn scaled_pages(path: &str, bytes: u64, scale: f64, page_bytes: u64) -> Result<u32> {
+    let pages = (bytes as f64 * scale / page_bytes as f64).ceil().max(1.0);
+    if pages > (u32::MAX - 1) as f64 {
+        return Err(invalid(path, format!("{pages} pages of {page_bytes} bytes is more than the simulator's page space (2^32 - 1); use a larger machine.page_size or a smaller scale")));
+    }
+    Ok(pages as u32)
+}
+
+fn object_bytes(path: &str, s: &Size, page_bytes: u64) -> Result<u64> {
+    let b = positive_size(path, s)?;
+    if b > page_bytes {
+        return Err(invalid(path, format!("{b} bytes exceeds machine.page_size ({page_bytes}); objects are aligned within pages: use at most the page size")));
+    }
+    Ok(b)
+}
+
+fn build_one(cfg: &WorkloadConfig, p: &str, page_bytes: u64, scale: f64, seed: u64) -> Result<Box<dyn Workload>> {
+    Ok(match cfg {
+        WorkloadConfig::Gups(c) => {
+            let ws = c.working_set.bytes(&join(p, "working_set"))?;
+            let hot = c.hot_set.bytes(&join(p, "hot_set"))?;
+            let pages = scaled_pages(&join(p, "working_set"), ws, scale, page_bytes)?;
+            let hot_pages = if hot == 0 {
+                0
+            } else {
+                ((hot as f64 * scale / page_bytes as f64).round().max(1.0) as u32).min(pages)
+            };
+            Box::new(Gups::new(&GupsSpec {
+                pages,
+                hot_pages,
+                hot_probability: c.hot_probability,
+                object_bytes: object_bytes(&join(p, "object_size"), &c.object_size, page_bytes)?,
+                page_bytes,
+                write_fraction: c.write_fraction,
+                move_at_ns: c.hot_set_move_at_s.map(|s| (s * 1e9).round() as u64),
+                seed,
+            }))
+        }
+        WorkloadConfig::Kv(c) => {
+            let value = c.value_size.bytes(&join(p, "value_size"))?;
+            let key = c.key_size.bytes(&join(p, "key_size"))?;
+            let keys = ((c.keys as f64 * scale).round() as u64).max(1);
+            let max_keys = c.max_keys.map(|m| ((m as f64 * scale).round() as u64).max(keys)).unwrap_or(keys);
+            let dist = match c.distribution.as_str() {
+                "zipf" => KeyDist::Zipf { theta: c.zipf_theta },
+                "gaussian" => KeyDist::Gaussian { stddev_fraction: c.gaussian_stddev },
+                _ => KeyDist::Uniform,
+            };
+            let spec = KvSpec {
+                keys: keys as u32,
+                max_keys: max_keys as u32,
+                record_bytes: value + key,
+                page_bytes,
+                mix: Mix::parse(&c.mix).map_err(|e| invalid(&join(p, "mix"), e))?,
+                scramble: c.scramble.unwrap_or(matches!(dist, KeyDist::Zipf { .. })),
+                dist,
+                max_scan_length: c.max_scan_length,
+                seed,
+            };
+            Box::new(Kv::new(&spec).map_err(|e| invalid(p, e))?)
+        }
+        WorkloadConfig::Stream(c) => {
+            let ws = c.working_set.bytes(&join(p, "working_set"))?;
+            let pages = scaled_pages(&join(p, "working_set"), ws, scale, page_bytes)?;
+            let obj = object_bytes(&join(p, "object_size"), &c.object_size, page_bytes)?;
+            Box::new(Stream::new(pages, page_bytes, obj, c.write_fraction))
+        }
+        WorkloadConfig::Random(c) => {
+            let ws = c.working_set.bytes(&join(p, "working_set"))?;
+            let pages = scaled_pages(&join(p, "working_set"), ws, scale, page_bytes)?;
+            let obj = object_bytes(&join(p, "object_size"), &c.object_size, page_bytes)?;
+            Box::new(RandomUniform::new(pages, obj, c.write_fraction))
+        }
+        WorkloadConfig::Trace(c) => {
+            if (scale - 1.0).abs() > 1e-12 {
+                return Err(invalid("scale", format!("{scale}: a trace is a real address stream and cannot be scaled; set scale = 1 (or drop it) when {p}.kind = \"trace\"")));
+            }
+            Box::new(TraceReplay::open(std::path::Path::new(&c.path), page_bytes, c.looping)?)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<WorkloadConfig> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Top {
+            workload: WorkloadConfig,
+        }
+        let t: Top = tiermem_core::config::from_toml_str(text, "w.toml")?;
+        t.workload.validate("workload")?;
+        Ok(t.workload)
+    }
+
+    #[test]
+    fn gups_example_parses_with_defaults() {
+        let w = parse("[workload]\nkind = \"gups\"\nworking_set = \"72G\"\nhot_set = \"24G\"\n").unwrap();
+        match w {
+            WorkloadConfig::Gups(g) => {
+                assert_eq!(g.hot_probability, 0.9);
+                assert_eq!(g.object_size, Size::Bytes(64));
+                assert_eq!(g.write_fraction, 1.0);
+            }
+            _ => panic!("not gups"),
+        }
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let e = parse("[workload]\nkind = \"gups\"\nworking_set = \"72G\"\nhot_sett = \"24G\"\n").unwrap_err();
+        assert!(e.to_string().contains("hot_sett"), "{e}");
+        let e = parse("[workload]\nkind = \"gupz\"\nworking_set = \"72G\"\n").unwrap_err();
+        assert!(e.to_string().contains("gupz"), "{e}");
+    }
+
+    #[test]
+    fn invalid_values_name_path_and_fix() {
+        let e = parse("[workload]\nkind = \"gups\"\nworking_set = \"1G\"\nhot_set = \"2G\"\n").unwrap_err();
+        assert!(e.to_string().contains("workload.hot_set"), "{e}");
+        let e = parse("[workload]\nkind = \"kv\"\nkeys = 10\nvalue_size = 100\nmix = \"G\"\n").unwrap_err();
+        assert!(e.to_string().contains("workload.mix") && e.to_string().contains("\"A\""), "{e}");
+        let e = parse("[workload]\nkind = \"random\"\nworking_set = \"1G\"\nwrite_fraction = 2\n").unwrap_err();
+        assert!(e.to_string().contains("workload.write_fraction"), "{e}");
+    }
+
+    #[test]
+    fn phases_accumulate_and_are_strict() {
+        let base = "[workload]\nkind = \"gups\"\nworking_set = \"1G\"\nhot_set = \"256M\"\n";
+        let w = parse(&format!("{base}[[workload.phases]]\nat_s = 1\nhot_probability = 0.5\n[[workload.phases]]\nat_s = 2\nobject_size = 128\n")).unwrap();
+        let ph = w.phase_configs("workload").unwrap();
+        match &ph[1].1 {
+            WorkloadConfig::Gups(g) => {
+                assert_eq!(g.hot_probability, 0.5);
+                assert_eq!(g.object_size, Size::Bytes(128));
+            }
+            _ => panic!(),
+        }
+        let e = parse(&format!("{base}[[workload.phases]]\nat_s = 1\nhot_probabilty = 0.5\n")).unwrap_err();
+        assert!(e.to_string().contains("workload.phases[0]") && e.to_string().contains("hot_probabilty"), "{e}");
+        let e = parse(&format!("{base}[[workload.phases]]\nat_s = 2\nhot_probability = 0.5\n[[workload.phases]]\nat_s = 1\nhot_probability = 0.6\n")).unwrap_err();
+        assert!(e.to_string().contains("phases[1].at_s"), "{e}");
+        // Switching kind keeps only the new phase's fields.
+        let w = parse(&format!("{base}[[workload.phases]]\nat_s = 1\nkind = \"stream\"\nworking_set = \"1G\"\n")).unwrap();
+        assert_eq!(w.phase_configs("workload").unwrap()[0].1.kind(), "stream");
+    }
+
+    #[test]
+    fn scaled_build_keeps_ratios() {
+        let w = parse("[workload]\nkind = \"gups\"\nworking_set = \"72G\"\nhot_set = \"24G\"\n").unwrap();
+        let full = build(&w, 2 << 20, 1.0, 7).unwrap();
+        let tenth = build(&w, 2 << 20, 0.1, 7).unwrap();
+        assert_eq!(full.page_count(), 36864);
+        assert_eq!(tenth.page_count(), 3687);
+        let hf = full.hot_pages().unwrap().len() as f64 / full.page_count() as f64;
+        let ht = tenth.hot_pages().unwrap().len() as f64 / tenth.page_count() as f64;
+        assert!((hf - ht).abs() < 1e-3, "{hf} vs {ht}");
+        let big = parse("[workload]\nkind = \"gups\"\nworking_set = \"1G\"\nhot_set = 0\nobject_size = \"8K\"\n").unwrap();
+        let e = build(&big, 4096, 1.0, 7).err().unwrap();
+        assert!(e.to_string().contains("workload.object_size") && e.to_string().contains("page_size"), "{e}");
+    }
+}
