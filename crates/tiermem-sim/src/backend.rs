@@ -177,6 +177,8 @@ impl SimBackend {
         for t in &placement {
             used_pages[t.index()] += 1;
         }
+        let mut workload = workload;
+        workload.set_accesses_per_sample(cfg.accesses_per_sample);
         let shape = workload.op_shape();
         let exact = workload.probabilities().is_some();
         let mut b = SimBackend {
@@ -301,9 +303,9 @@ impl SimBackend {
         cores
     }
 
-    /// Next time something scheduled changes (antagonist start/end), after `now`.
+    /// Next time something scheduled changes (antagonist start/end, workload phase), after `now`.
     fn next_change_ns(&self, now_ns: u64) -> u64 {
-        let mut next = u64::MAX;
+        let mut next = self.workload.next_change_ns().filter(|&t| t > now_ns).unwrap_or(u64::MAX);
         for a in &self.antagonists {
             for t in [Some(a.start_s), a.end_s].into_iter().flatten() {
                 let ns = (t * 1e9) as u64;
@@ -338,6 +340,8 @@ impl SimBackend {
 
     fn epoch(&mut self, step_ns: u64, mig_read: &[f64], mig_write: &[f64], stall: f64) {
         if self.workload.advance_to(self.now_ns) {
+            self.shape = self.workload.op_shape();
+            self.exact = self.workload.probabilities().is_some();
             self.recompute_mass();
         }
         let ant = self.antagonist_cores(self.now_ns);

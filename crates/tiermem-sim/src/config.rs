@@ -6,6 +6,7 @@ use crate::workload::config::WorkloadConfig;
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, invalid, join, Validate};
 use tiermem_core::{parse_size, Result};
+use tiermem_policies::colloid::ColloidParams;
 use tiermem_policies::PolicyConfig;
 
 /// A size written as a string ("32G", "2MiB") or an integer number of bytes.
@@ -58,6 +59,8 @@ pub struct SimConfig {
     pub antagonist: Vec<AntagonistConfig>,
     pub workload: WorkloadConfig,
     pub policy: PolicyConfig,
+    /// Layer Colloid (latency balancing) over the policy: present = enabled.
+    pub colloid: Option<ColloidParams>,
     #[serde(default)]
     pub engine: EngineConfig,
 }
@@ -227,6 +230,9 @@ impl Validate for SimConfig {
         }
         self.workload.validate(&join(p, "workload"))?;
         self.policy.validate(&join(p, "policy"))?;
+        if let Some(c) = &self.colloid {
+            c.validate(&join(p, "colloid"))?;
+        }
         if let Some(g) = self.engine.migration_limit_gbps {
             check_range(&join(p, "engine.migration_limit_gbps"), g, 0.0, 1e4)?;
         }

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use tiermem_core::{Error, Result, TierId};
 
-pub const EXPERIMENTS: &[&str] = &["colloid-fig1"];
+pub const EXPERIMENTS: &[&str] = &["colloid-fig1", "colloid-fig5", "colloid-fig7", "colloid-fig8", "colloid-fig9"];
 
 /// The GUPS setup of Colloid §2.1 (base for every Colloid figure).
 pub const COLLOID_GUPS_BASE: &str = include_str!("../../../experiments/colloid/gups-base.toml");
@@ -22,6 +22,10 @@ pub const COLLOID_GUPS_BASE: &str = include_str!("../../../experiments/colloid/g
 pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
     let summary = match name {
         "colloid-fig1" => colloid_fig1(quick)?,
+        "colloid-fig5" => colloid_fig5(quick)?,
+        "colloid-fig7" => colloid_heatmap(quick, Axis::AltLatency)?,
+        "colloid-fig8" => colloid_heatmap(quick, Axis::ObjectSize)?,
+        "colloid-fig9" => colloid_fig9(quick, out)?,
         other => {
             return Err(Error::usage(format!("unknown experiment `{other}`; available: {}", EXPERIMENTS.join(", "))));
         }
@@ -159,6 +163,8 @@ fn duration_for(system: &str, quick: bool) -> f64 {
 }
 
 fn colloid_fig1(quick: bool) -> Result<Value> {
+    // Steady-state throughput of the hot-first baselines at each contention level, and the
+    // best static placement (Colloid Figs. 1–2).
     let origin = "experiments/colloid/gups-base.toml";
     let mut jobs = Vec::new();
     for &system in BASELINES {
@@ -218,4 +224,238 @@ fn colloid_fig1(quick: bool) -> Result<Value> {
         "throughput_unit": "GUPS operations per second",
         "rows": rows,
     }))
+}
+
+fn colloid_on() -> toml::Value {
+    toml::Value::Table(Default::default())
+}
+
+/// One steady-state GUPS run of the Colloid setup.
+fn steady_run(system: &str, colloid: bool, level: u32, quick: bool, extra: &[(&str, toml::Value)]) -> Result<(runner::Steady, SimConfig)> {
+    let mut ov: Vec<(&str, toml::Value)> = vec![
+        ("policy.policy", toml::Value::String(system.into())),
+        ("antagonist", antagonist_at(level)),
+        ("duration_s", toml::Value::Float(duration_for(system, quick))),
+    ];
+    if colloid {
+        ov.push(("colloid", colloid_on()));
+    }
+    ov.extend(extra.iter().cloned());
+    let cfg = config_with(COLLOID_GUPS_BASE, "experiments/colloid/gups-base.toml", &ov)?;
+    let out = runner::run(&cfg)?;
+    Ok((out.steady(cfg.steady_state_fraction), cfg))
+}
+
+fn colloid_fig5(quick: bool) -> Result<Value> {
+    let mut jobs = Vec::new();
+    for &system in BASELINES {
+        for colloid in [false, true] {
+            for level in 0..=3u32 {
+                jobs.push((system, colloid, level));
+            }
+        }
+    }
+    let runs = parallel_map(jobs, |(system, colloid, level)| steady_run(system, colloid, level, quick, &[]).map(|(s, _)| (system, colloid, level, s)));
+    let mut best = Vec::new();
+    for level in 0..=3u32 {
+        let cfg = config_with(COLLOID_GUPS_BASE, "gups-base", &[("antagonist", antagonist_at(level))])?;
+        best.push(best_case(&cfg)?);
+    }
+    let mut rows = Vec::new();
+    for r in runs {
+        let (system, colloid, level, s) = r?;
+        rows.push(json!({
+            "system": system,
+            "colloid": colloid,
+            "contention": level,
+            "throughput": s.throughput_ops_per_s,
+            "best_case_throughput": best[level as usize].eq.app_ops_per_s,
+            "default_tier_latency_ns": s.latency_ns[0],
+            "alternate_tier_latency_ns": s.latency_ns[1],
+            "default_tier_share": s.app_share[0],
+        }));
+    }
+    for (level, b) in best.iter().enumerate() {
+        let total: f64 = b.eq.app_read_lines_per_s.iter().sum();
+        rows.push(json!({
+            "system": "best-case",
+            "colloid": false,
+            "contention": level,
+            "throughput": b.eq.app_ops_per_s,
+            "best_case_throughput": b.eq.app_ops_per_s,
+            "default_tier_latency_ns": b.eq.latency_ns[0],
+            "alternate_tier_latency_ns": b.eq.latency_ns[1],
+            "default_tier_share": b.eq.app_read_lines_per_s[0] / total,
+        }));
+    }
+    Ok(json!({"experiment": "colloid-fig5", "quick": quick, "throughput_unit": "GUPS operations per second", "rows": rows}))
+}
+
+#[derive(Clone, Copy)]
+enum Axis {
+    /// Figure 7: alternate-tier unloaded latency as a multiple of the default tier's.
+    AltLatency,
+    /// Figure 8: GUPS object size in bytes.
+    ObjectSize,
+}
+
+fn colloid_heatmap(quick: bool, axis: Axis) -> Result<Value> {
+    let (name, values): (&str, Vec<f64>) = match (axis, quick) {
+        (Axis::AltLatency, false) => ("colloid-fig7", vec![1.9, 2.1, 2.3, 2.5, 2.7]),
+        (Axis::AltLatency, true) => ("colloid-fig7", vec![1.9, 2.3, 2.7]),
+        (Axis::ObjectSize, false) => ("colloid-fig8", vec![64.0, 256.0, 1024.0, 4096.0]),
+        (Axis::ObjectSize, true) => ("colloid-fig8", vec![64.0, 1024.0, 4096.0]),
+    };
+    // Quick runs sweep the systems with fast convergence; the full run includes TPP.
+    let systems: &[&str] = if quick { &["hemem", "memtis"] } else { BASELINES };
+    let mut jobs = Vec::new();
+    for &system in systems {
+        for &v in &values {
+            for level in 0..=3u32 {
+                for colloid in [false, true] {
+                    jobs.push((system, v, level, colloid));
+                }
+            }
+        }
+    }
+    let runs = parallel_map(jobs, |(system, v, level, colloid)| {
+        let extra = match axis {
+            Axis::AltLatency => vec![("machine.tiers", alt_latency_tiers(v))],
+            Axis::ObjectSize => vec![("workload.object_size", toml::Value::Integer(v as i64))],
+        };
+        steady_run(system, colloid, level, quick, &extra).map(|(s, _)| (system, v, level, colloid, s))
+    });
+    let runs: Vec<_> = runs.into_iter().collect::<Result<_>>()?;
+    let key = match axis {
+        Axis::AltLatency => "alt_latency_ratio",
+        Axis::ObjectSize => "object_size",
+    };
+    let mut rows = Vec::new();
+    for (system, v, level, colloid, s) in &runs {
+        if *colloid {
+            continue;
+        }
+        let with = runs
+            .iter()
+            .find(|(s2, v2, l2, c2, _)| s2 == system && v2 == v && l2 == level && *c2)
+            .map(|r| r.4.throughput_ops_per_s)
+            .unwrap_or(f64::NAN);
+        rows.push(json!({
+            "system": system,
+            "contention": level,
+            key: v,
+            "throughput": s.throughput_ops_per_s,
+            "colloid_throughput": with,
+            "gain": with / s.throughput_ops_per_s,
+        }));
+    }
+    Ok(json!({"experiment": name, "quick": quick, "rows": rows}))
+}
+
+/// The base config's tiers with the alternate tier's unloaded latency set to `ratio` × the
+/// default tier's (Colloid §5.1 lowered the remote uncore frequency for this).
+fn alt_latency_tiers(ratio: f64) -> toml::Value {
+    let doc: toml::Value = toml::from_str(COLLOID_GUPS_BASE).expect("base config parses");
+    let mut tiers = doc["machine"]["tiers"].clone();
+    let arr = tiers.as_array_mut().expect("tiers array");
+    let l0 = arr[0]["unloaded_latency_ns"].as_float().or(arr[0]["unloaded_latency_ns"].as_integer().map(|i| i as f64)).expect("latency");
+    arr[1].as_table_mut().expect("tier table").insert("unloaded_latency_ns".into(), toml::Value::Float(l0 * ratio));
+    tiers
+}
+
+/// Seconds after `change_s` until the per-second throughput stays within 5 % of its final
+/// level (the mean of the last 10 % of the run).
+pub fn converge_s(t: &[f64], thr: &[f64], change_s: f64) -> f64 {
+    let n = thr.len();
+    let tail = (n / 10).max(1);
+    let fin = thr[n - tail..].iter().sum::<f64>() / tail as f64;
+    let mut last_out = change_s;
+    for i in 0..n {
+        if t[i] > change_s && (thr[i] - fin).abs() > 0.05 * fin {
+            last_out = t[i];
+        }
+    }
+    last_out - change_s
+}
+
+fn colloid_fig9(quick: bool, out: &Path) -> Result<Value> {
+    let change_s: f64 = if quick { 40.0 } else { 100.0 };
+    let scenarios = ["hot-set-move-0x", "hot-set-move-3x", "contention-0x-to-3x"];
+    let systems: &[&str] = if quick { &["hemem", "memtis"] } else { BASELINES };
+    let mut jobs = Vec::new();
+    for sc in scenarios {
+        for &system in systems {
+            for colloid in [false, true] {
+                jobs.push((sc, system, colloid));
+            }
+        }
+    }
+    let results = parallel_map(jobs, |(sc, system, colloid)| -> Result<_> {
+        let total = if system == "tpp" { change_s + 300.0 } else { change_s * 2.0 };
+        let mut ov: Vec<(&str, toml::Value)> = vec![
+            ("policy.policy", toml::Value::String(system.into())),
+            ("duration_s", toml::Value::Float(total)),
+        ];
+        match sc {
+            "hot-set-move-0x" => ov.push(("workload.hot_set_move_at_s", toml::Value::Float(change_s))),
+            "hot-set-move-3x" => {
+                ov.push(("workload.hot_set_move_at_s", toml::Value::Float(change_s)));
+                ov.push(("antagonist", antagonist_at(3)));
+            }
+            _ => {
+                let mut t = toml::map::Map::new();
+                t.insert("tier".into(), toml::Value::Integer(0));
+                t.insert("cores".into(), toml::Value::Float(15.0));
+                t.insert("start_s".into(), toml::Value::Float(change_s));
+                ov.push(("antagonist", toml::Value::Array(vec![toml::Value::Table(t)])));
+            }
+        }
+        if colloid {
+            ov.push(("colloid", colloid_on()));
+        }
+        let cfg = config_with(COLLOID_GUPS_BASE, "gups-base", &ov)?;
+        let run = runner::run(&cfg)?;
+        // Per-second series.
+        let recs = &run.backend.records;
+        let mut t = Vec::new();
+        let mut thr = Vec::new();
+        let mut mig = Vec::new();
+        let mut app_bytes = Vec::new();
+        let shape = run.backend.workload().op_shape();
+        let bytes_per_op = (shape.lines_per_op as f64 + shape.written_lines_per_op) * tiermem_core::CACHELINE_BYTES as f64;
+        for chunk in recs.chunks((1000.0 / cfg.record_interval_ms).round().max(1.0) as usize) {
+            let k = chunk.len() as f64;
+            t.push(chunk.last().map_or(0.0, |r| r.t_s));
+            thr.push(chunk.iter().map(|r| r.ops_per_s).sum::<f64>() / k);
+            mig.push(chunk.iter().map(|r| r.migrated_bytes_per_s).sum::<f64>() / k);
+            app_bytes.push(chunk.iter().map(|r| r.ops_per_s * bytes_per_op).sum::<f64>() / k);
+        }
+        let n = t.len();
+        let tail_from = n - (n / 5).max(1);
+        let tail_mig: f64 = mig[tail_from..].iter().sum();
+        let tail_app: f64 = app_bytes[tail_from..].iter().sum();
+        Ok((sc, system, colloid, t.clone(), thr.clone(), mig, converge_s(&t, &thr, change_s), tail_mig / tail_app))
+    });
+    let mut rows = Vec::new();
+    let mut csv = String::from("scenario,system,colloid,t_s,throughput_ops_per_s,migrated_bytes_per_s\n");
+    for r in results {
+        let (sc, system, colloid, t, thr, mig, conv, tail) = r?;
+        for i in 0..t.len() {
+            csv.push_str(&format!("{sc},{system},{colloid},{},{},{}\n", t[i], thr[i], mig[i]));
+        }
+        let n = thr.len();
+        let tail_n = (n / 10).max(1);
+        rows.push(json!({
+            "scenario": sc,
+            "system": system,
+            "colloid": colloid,
+            "converge_s": conv,
+            "tail_migration_share": tail,
+            "final_throughput": thr[n - tail_n..].iter().sum::<f64>() / tail_n as f64,
+        }));
+    }
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out.display(), e))?;
+    let p = out.join("fig9_timeseries.csv");
+    std::fs::write(&p, csv).map_err(|e| Error::io(p.display(), e))?;
+    Ok(json!({"experiment": "colloid-fig9", "quick": quick, "change_at_s": change_s, "rows": rows}))
 }

@@ -29,7 +29,7 @@ pub struct Steady {
 /// Build the policy a config names and run it.
 pub fn run(cfg: &SimConfig) -> Result<RunOutcome> {
     let backend = SimBackend::new(cfg)?;
-    let policy = tiermem_policies::build(&cfg.policy)?;
+    let policy = tiermem_policies::build_layered(&cfg.policy, cfg.colloid.as_ref())?;
     run_with(cfg, backend, policy)
 }
 

@@ -1,0 +1,197 @@
+//! Colloid as a layer over a base system (§4): the base keeps its tracker, its heat state
+//! and its capacity-driven demotions; Colloid replaces the placement decision with
+//! Algorithm 1 and uses the base's heat to find pages worth Δp.
+//!
+//! * List-based bases (HeMem, MEMTIS): pages ordered by the base's heat, bucketed into
+//!   frequency bins (HeMem+Colloid: 5 bins over 0..COOLING_THRESHOLD, §4.1; MEMTIS+Colloid
+//!   scans its hot list, §4.2); take pages whose probabilities sum to ≤ Δp, within the limit.
+//! * Hint-fault bases (TPP): on a hint fault, `p_page = 1 / (Δt · r)` with `r` the faulting
+//!   tier's request rate (§4.3); promote from the alternate tier (or demote from the default
+//!   tier, whose pages also get hint faults) if `p_page ≤` the remaining Δp.
+
+use crate::colloid::{decide_shift, ColloidParams, LatencyMeter, Mode, Watermarks};
+use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Snapshot, TierId, TrackerSpec};
+
+/// What Colloid needs from a base system.
+pub trait ColloidBase: Send {
+    /// The base's config name ("hemem", "memtis", "tpp").
+    fn base_name(&self) -> String;
+    fn tracker(&self) -> TrackerSpec;
+    fn quantum_ns(&self) -> u64;
+    /// The base's static migration limit M per quantum.
+    fn migration_limit_bytes(&self) -> Option<u64>;
+    /// Fold this quantum's heat events into the base's state (counts, histograms, cooling).
+    fn ingest(&mut self, snap: &Snapshot<'_>);
+    /// The base's access-probability estimate for a page: its count over all counts.
+    fn access_probability(&self, page: PageIdx) -> f64;
+    /// The base's heat value for a page (its decayed access count), which orders its lists.
+    fn heat(&self, page: PageIdx) -> f64;
+    /// The heat value at which the base cools (HeMem's COOLING_THRESHOLD); bins divide 0..this.
+    fn heat_ceiling(&self) -> f64;
+    /// Moves the base makes for capacity regardless of Colloid (TPP's kswapd, MEMTIS's
+    /// default-tier kmigraterd). Default: none.
+    fn capacity_moves(&mut self, _snap: &Snapshot<'_>) -> Plan {
+        Plan::default()
+    }
+}
+
+/// Colloid layered over a base system.
+pub struct Colloid<B: ColloidBase> {
+    pub base: B,
+    pub params: ColloidParams,
+    meter: LatencyMeter,
+    marks: Watermarks,
+    /// Frequency bins for list-based page finding (§4.1: 5).
+    pub bins: usize,
+    /// The last quantum's decision, for inspection.
+    pub last: Option<crate::colloid::Shift>,
+}
+
+impl<B: ColloidBase> Colloid<B> {
+    pub fn new(base: B, params: ColloidParams) -> Self {
+        let meter = LatencyMeter::new(params.ewma_alpha);
+        Colloid { base, params, meter, marks: Watermarks::default(), bins: 5, last: None }
+    }
+
+    fn is_hint_fault_base(&self) -> bool {
+        matches!(self.base.tracker(), TrackerSpec::HintFault { .. })
+    }
+
+    /// List-based FINDPAGES: bins from hottest to coldest; a page is taken if its
+    /// probability fits in what is left of Δp; stop at Δp, the limit, or no candidates.
+    fn find_from_lists(&self, snap: &Snapshot<'_>, from: TierId, delta_p: f64, limit_pages: u64) -> Vec<PageIdx> {
+        let ceiling = self.base.heat_ceiling().max(1e-9);
+        let mut bins: Vec<Vec<PageIdx>> = vec![Vec::new(); self.bins];
+        for (page, tier) in snap.placement.iter().enumerate() {
+            if *tier != from {
+                continue;
+            }
+            let heat = self.base.heat(page as PageIdx);
+            let b = ((heat / ceiling * self.bins as f64) as usize).min(self.bins - 1);
+            bins[b].push(page as PageIdx);
+        }
+        let mut left = delta_p;
+        let mut out = Vec::new();
+        'outer: for bin in bins.iter().rev() {
+            for &page in bin {
+                if out.len() as u64 >= limit_pages || left <= 0.0 {
+                    break 'outer;
+                }
+                let p = self.base.access_probability(page);
+                if p > 0.0 && p <= left {
+                    left -= p;
+                    out.push(page);
+                }
+            }
+        }
+        out
+    }
+
+    /// TPP+Colloid FINDPAGES from this quantum's hint faults (§4.3).
+    fn find_from_faults(&self, snap: &Snapshot<'_>, from: TierId, delta_p: f64, limit_pages: u64) -> Vec<PageIdx> {
+        let r = self.meter.rate(from.index()).max(1.0);
+        let mut left = delta_p;
+        let mut out = Vec::new();
+        for e in snap.events {
+            if let HeatEvent::HintFault { page, time_to_fault_ns } = *e {
+                if snap.placement[page as usize] != from || out.len() as u64 >= limit_pages {
+                    continue;
+                }
+                let p = 1.0 / (time_to_fault_ns.max(1.0) * 1e-9 * r);
+                if p <= left {
+                    left -= p;
+                    out.push(page);
+                }
+            }
+        }
+        out
+    }
+}
+
+impl<B: ColloidBase> Policy for Colloid<B> {
+    fn name(&self) -> String {
+        format!("{}+colloid", self.base.base_name())
+    }
+    fn tracker(&self) -> TrackerSpec {
+        match self.base.tracker() {
+            // TPP+Colloid also takes hint faults on default-tier pages, to find hot pages to
+            // demote (§4.3).
+            TrackerSpec::HintFault { scan_period_ns, scan_pages, mut tiers } => {
+                if !tiers.contains(&TierId::DEFAULT) {
+                    tiers.insert(0, TierId::DEFAULT);
+                }
+                TrackerSpec::HintFault { scan_period_ns, scan_pages, tiers }
+            }
+            other => other,
+        }
+    }
+    fn quantum_ns(&self) -> u64 {
+        self.base.quantum_ns()
+    }
+    fn migration_limit_bytes(&self) -> Option<u64> {
+        self.base.migration_limit_bytes()
+    }
+    fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
+        self.base.ingest(snap);
+        self.meter.update(snap);
+        let mut plan = self.base.capacity_moves(snap);
+        if snap.tiers.len() < 2 {
+            return plan;
+        }
+        // Two tiers per Colloid §3; with more, balance each adjacent pair (§3.1's recursive
+        // argument) — here the first pair, which the reproductions use.
+        let (fast, slow) = (TierId(0), TierId(1));
+        let Some(shift) = decide_shift(&self.meter, &mut self.marks, snap, 0, 1, self.base.migration_limit_bytes(), &self.params)
+        else {
+            return plan;
+        };
+        self.last = Some(shift);
+        if shift.delta_p <= 0.0 || shift.limit_bytes < snap.page_bytes {
+            return plan;
+        }
+        let limit_pages = shift.limit_bytes / snap.page_bytes;
+        let (from, to) = match shift.mode {
+            Mode::Promote => (slow, fast),
+            Mode::Demote => (fast, slow),
+        };
+        let chosen = if self.is_hint_fault_base() {
+            self.find_from_faults(snap, from, shift.delta_p, limit_pages)
+        } else {
+            self.find_from_lists(snap, from, shift.delta_p, limit_pages)
+        };
+        let mut chosen = chosen;
+        if to == fast {
+            // Promotion into a full default tier swaps with its coldest pages, as the base
+            // systems do — but only for a candidate hotter than the page it displaces, so
+            // that cold pages are not churned when the hot set is already in place.
+            let free = (snap.free_bytes(fast) / snap.page_bytes) as usize;
+            if chosen.len() > free {
+                let mut victims: Vec<(f64, PageIdx)> = snap
+                    .placement
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| **t == fast)
+                    .map(|(p, _)| (self.base.heat(p as PageIdx), p as PageIdx))
+                    .collect();
+                let k = (chosen.len() - free).min(victims.len());
+                if k > 0 && k < victims.len() {
+                    victims.select_nth_unstable_by(k, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                }
+                victims.truncate(k);
+                victims.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                let mut kept = chosen[..free.min(chosen.len())].to_vec();
+                for (cand, (vheat, victim)) in chosen[free.min(chosen.len())..].iter().zip(victims) {
+                    if self.base.heat(*cand) > vheat {
+                        plan.push(victim, slow);
+                        kept.push(*cand);
+                    }
+                }
+                chosen = kept;
+            }
+        }
+        for p in chosen {
+            plan.push(p, to);
+        }
+        plan
+    }
+}
