@@ -62,7 +62,9 @@ use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, invalid, join, Validate};
 use tiermem_core::Result;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Deserialized by hand (see [`WorkloadConfig::from_value`]) so that errors inside a
+/// variant name their field path, which serde's internally tagged enums lose.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum WorkloadConfig {
     Gups(GupsConfig),
@@ -218,7 +220,49 @@ fn default_scan() -> u32 {
     100
 }
 
+impl<'de> Deserialize<'de> for WorkloadConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let v = toml::Value::deserialize(d)?;
+        WorkloadConfig::from_value(v).map_err(<D::Error as serde::de::Error>::custom)
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(t: toml::Table) -> std::result::Result<T, String> {
+    serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = inner.message().trim().to_string();
+        if path == "." || path.is_empty() {
+            msg
+        } else {
+            format!("`{path}`: {msg}")
+        }
+    })
+}
+
 impl WorkloadConfig {
+    /// Decode a `[workload]` table; errors name the failing field relative to it.
+    pub fn from_value(v: toml::Value) -> std::result::Result<WorkloadConfig, String> {
+        const KINDS: &str = "use kind = \"gups\", \"kv\", \"stream\", \"random\" or \"trace\"";
+        let mut t = match v {
+            toml::Value::Table(t) => t,
+            other => return Err(format!("expected a table with a `kind`, found a {}", other.type_str())),
+        };
+        let kind = match t.remove("kind") {
+            Some(toml::Value::String(s)) => s,
+            Some(other) => return Err(format!("`kind`: expected a string, found a {}; {KINDS}", other.type_str())),
+            None => return Err(format!("missing field `kind`; {KINDS}")),
+        };
+        Ok(match kind.as_str() {
+            "gups" => WorkloadConfig::Gups(decode(t)?),
+            "kv" => WorkloadConfig::Kv(decode(t)?),
+            "stream" => WorkloadConfig::Stream(decode(t)?),
+            "random" => WorkloadConfig::Random(decode(t)?),
+            "trace" => WorkloadConfig::Trace(decode(t)?),
+            other => return Err(format!("`kind`: unknown workload kind `{other}`; {KINDS}")),
+        })
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             WorkloadConfig::Gups(_) => "gups",
@@ -269,10 +313,8 @@ impl WorkloadConfig {
             for (k, v) in &ph.changes {
                 table.insert(k.clone(), v.clone());
             }
-            let cfg: WorkloadConfig = cur
-                .clone()
-                .try_into()
-                .map_err(|e: toml::de::Error| invalid(&pp, format!("{}; a phase lists `at_s` and fields of the workload kind in force", e.message().trim())))?;
+            let cfg = WorkloadConfig::from_value(cur.clone())
+                .map_err(|e| invalid(&pp, format!("{e}; a phase lists `at_s` and fields of the workload kind in force")))?;
             cfg.validate_one(&pp)?;
             out.push((ph.at_s, cfg));
         }

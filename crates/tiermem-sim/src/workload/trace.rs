@@ -462,6 +462,18 @@ pub struct ConvertStats {
 
 /// Convert a lackey text trace to the binary format at `page_bytes` pages.
 pub fn convert_lackey(input: &Path, output: &Path, page_bytes: u64) -> Result<ConvertStats> {
+    let r = convert_inner(input, output, page_bytes);
+    if r.is_err() {
+        // Do not leave a half-written file that looks like a trace.
+        let _ = std::fs::remove_file(output);
+    }
+    r
+}
+
+fn convert_inner(input: &Path, output: &Path, page_bytes: u64) -> Result<ConvertStats> {
+    if input == output {
+        return Err(Error::usage(format!("input and output are the same file ({})", input.display())));
+    }
     let mut w = BinaryWriter::create(output, page_bytes)?;
     let mut err = None;
     let counts = read_lackey(input, |k, addr, _| {
