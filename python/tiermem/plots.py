@@ -451,7 +451,8 @@ def plot_colloid_fig8(directory: Path) -> list[Path]:
 @kind("colloid-fig9")
 def plot_colloid_fig9(directory: Path) -> list[Path]:
     """Colloid Fig. 9: throughput and migration rate over time, with and without Colloid,
-    one row per scenario and one column per system, from ``DIR/fig9_timeseries.csv``."""
+    one row per scenario and one column per system, from ``DIR/fig9_timeseries.csv`` (a dotted
+    line marks ``change_at_s`` from summary.json when present)."""
     csv = directory / "fig9_timeseries.csv"
     if not csv.is_file():
         raise FileNotFoundError(f"{csv}: no fig9_timeseries.csv")
@@ -461,6 +462,10 @@ def plot_colloid_fig9(directory: Path) -> list[Path]:
     if missing:
         raise ValueError(f"{csv}: lacks {', '.join(missing)}")
     ts["colloid"] = ts["colloid"].astype(str).str.lower().isin(["true", "1", "yes"])
+    try:
+        change_at = read_summary(directory).get("change_at_s")
+    except (FileNotFoundError, ValueError):
+        change_at = None
     scenarios = list(dict.fromkeys(ts["scenario"]))
     systems = _ordered(list(ts["system"]), SYSTEM_ORDER)
     written = []
@@ -480,6 +485,8 @@ def plot_colloid_fig9(directory: Path) -> list[Path]:
                     sub = part[part["colloid"] == with_colloid]
                     if len(sub):
                         ax.plot(sub["t_s"], sub[col] * scale, label="with Colloid" if with_colloid else "without")
+                if isinstance(change_at, (int, float)):
+                    ax.axvline(change_at, color="0.5", linestyle=":", linewidth=1)
                 ax.grid(alpha=0.3)
                 if r == 0:
                     ax.set_title(_system_label(system))

@@ -105,6 +105,7 @@ def test_colloid_fig9(tmp_path):
                     "migrated_bytes_per_s": 1e8 * np.exp(-t),
                 }))
     pd.concat(parts).to_csv(tmp_path / "fig9_timeseries.csv", index=False)
+    (tmp_path / "summary.json").write_text(json.dumps({"experiment": "colloid-fig9", "change_at_s": 2.0, "rows": []}))
     plots.plot("colloid-fig9", tmp_path)
     assert_png(tmp_path / "fig9_throughput.png", (1050, 520))
     assert_png(tmp_path / "fig9_migration.png", (1050, 520))
