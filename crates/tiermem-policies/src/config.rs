@@ -1,0 +1,129 @@
+//! The policy section of a config: `[policy]` with `policy = "hemem" | "tpp" | "memtis" |
+//! "static"` and that system's tunables, every one defaulting to the system's published
+//! default. Unknown fields are errors. Colloid is a separate, optional section (`[colloid]`,
+//! [`crate::colloid::ColloidParams`]) layered over the base system by
+//! [`crate::build_layered`].
+//!
+//! ```toml
+//! [policy]
+//! policy = "hemem"
+//! hot_read_threshold = 4
+//! ```
+
+use crate::hemem::HememConfig;
+use crate::memtis::MemtisConfig;
+use crate::static_placement::StaticConfig;
+use crate::tpp::TppConfig;
+use serde::{Deserialize, Serialize};
+use tiermem_core::config::Validate;
+use tiermem_core::Result;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "lowercase")]
+pub enum PolicyConfig {
+    Hemem(HememConfig),
+    Tpp(TppConfig),
+    Memtis(MemtisConfig),
+    Static(StaticConfig),
+}
+
+impl PolicyConfig {
+    /// The config name (`policy = "..."`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            PolicyConfig::Hemem(_) => "hemem",
+            PolicyConfig::Tpp(_) => "tpp",
+            PolicyConfig::Memtis(_) => "memtis",
+            PolicyConfig::Static(_) => "static",
+        }
+    }
+
+    /// The system with all defaults, by config name.
+    pub fn default_for(name: &str) -> Option<PolicyConfig> {
+        Some(match name {
+            "hemem" => PolicyConfig::Hemem(HememConfig::default()),
+            "tpp" => PolicyConfig::Tpp(TppConfig::default()),
+            "memtis" => PolicyConfig::Memtis(MemtisConfig::default()),
+            "static" => PolicyConfig::Static(StaticConfig::default()),
+            _ => return None,
+        })
+    }
+
+    /// Every config name.
+    pub const NAMES: &'static [&'static str] = &["hemem", "tpp", "memtis", "static"];
+}
+
+impl Validate for PolicyConfig {
+    fn validate(&self, path: &str) -> Result<()> {
+        match self {
+            PolicyConfig::Hemem(c) => c.validate(path),
+            PolicyConfig::Tpp(c) => c.validate(path),
+            PolicyConfig::Memtis(c) => c.validate(path),
+            PolicyConfig::Static(c) => c.validate(path),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tiermem_core::config::from_toml_str;
+
+    #[derive(Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    struct Doc {
+        policy: PolicyConfig,
+    }
+
+    fn parse(text: &str) -> Result<PolicyConfig> {
+        let d: Doc = from_toml_str(text, "t.toml")?;
+        d.policy.validate("policy")?;
+        Ok(d.policy)
+    }
+
+    #[test]
+    fn bare_names_give_the_systems_defaults() {
+        for name in PolicyConfig::NAMES {
+            let cfg = parse(&format!("[policy]\npolicy = \"{name}\"\n")).unwrap();
+            assert_eq!(Some(cfg.clone()), PolicyConfig::default_for(name));
+            assert_eq!(cfg.name(), *name);
+        }
+    }
+
+    #[test]
+    fn fields_override_defaults() {
+        let cfg = parse("[policy]\npolicy = \"hemem\"\nhot_read_threshold = 6\ncooling_threshold = 20\n").unwrap();
+        match cfg {
+            PolicyConfig::Hemem(h) => {
+                assert_eq!(h.hot_read_threshold, 6);
+                assert_eq!(h.cooling_threshold, 20);
+                assert_eq!(h.sample_period, 19997);
+            }
+            other => panic!("{other:?}"),
+        }
+        let cfg = parse("[policy]\npolicy = \"tpp\"\nhot_threshold_ms = 500\nmin_free_kbytes = 65536\n").unwrap();
+        assert!(matches!(cfg, PolicyConfig::Tpp(TppConfig { hot_threshold_ms: 500.0, min_free_kbytes: Some(65536), .. })));
+    }
+
+    #[test]
+    fn unknown_fields_and_policies_are_rejected() {
+        let e = parse("[policy]\npolicy = \"hemem\"\nhot_read_treshold = 6\n").unwrap_err().to_string();
+        assert!(e.contains("hot_read_treshold"), "{e}");
+        assert!(e.contains("policy"), "{e}");
+        // A field of another system is unknown here.
+        let e = parse("[policy]\npolicy = \"memtis\"\nhot_read_threshold = 6\n").unwrap_err().to_string();
+        assert!(e.contains("hot_read_threshold"), "{e}");
+        let e = parse("[policy]\npolicy = \"autonuma\"\n").unwrap_err().to_string();
+        assert!(e.contains("autonuma"), "{e}");
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let e = parse("[policy]\npolicy = \"hemem\"\ncooling_threshold = 2\n").unwrap_err().to_string();
+        assert!(e.contains("policy.cooling_threshold"), "{e}");
+        let e = parse("[policy]\npolicy = \"tpp\"\nquantum_ms = 0\n").unwrap_err().to_string();
+        assert!(e.contains("policy.quantum_ms"), "{e}");
+        let e = parse("[policy]\npolicy = \"memtis\"\nthres_hot = 16\n").unwrap_err().to_string();
+        assert!(e.contains("policy.thres_hot"), "{e}");
+    }
+}

@@ -1,0 +1,230 @@
+//! What the base tiering systems share: a [`HeatModel`] (the system's tracker state and its
+//! page finder), so that a layer such as Colloid reuses a base system's notion of heat
+//! instead of copying it, plus small helpers every policy uses.
+//!
+//! Tier convention (Colloid §2): tier 0 is the default ("fast") tier, tier 1 the alternate
+//! tier. The baselines are two-tier systems; pages found in tiers ≥ 2 are treated as
+//! alternate-tier pages (candidates for promotion), and demotions go to tier 1.
+
+use tiermem_core::{PageIdx, Plan, Snapshot, TierId, TrackerSpec};
+
+/// The default tier.
+pub const FAST: TierId = TierId(0);
+/// The alternate tier (demotion target).
+pub const SLOW: TierId = TierId(1);
+
+/// A base system's view of page heat, as its own tracker builds it. Contract: `ingest` is
+/// called exactly once per quantum with that quantum's snapshot, before any query; queries
+/// are pure and deterministic (ties are broken by page index, never by hash order).
+pub trait HeatModel: Send {
+    /// The system's config name ("hemem", "tpp", "memtis").
+    fn system(&self) -> &'static str;
+    fn tracker(&self) -> TrackerSpec;
+    fn quantum_ns(&self) -> u64;
+    /// The system's static migration limit M, in bytes per quantum.
+    fn migration_limit_bytes(&self) -> Option<u64>;
+    /// Fold this quantum's heat events into the state (counts, histograms, cooling).
+    fn ingest(&mut self, snap: &Snapshot<'_>);
+    /// The system's heat value for a page: HeMem's decayed read+write count, MEMTIS's
+    /// decayed sample count, TPP's access-rate estimate from the last time-to-fault (1/s).
+    fn heat(&self, page: PageIdx) -> f64;
+    /// Sum of `heat` over all pages (maintained incrementally).
+    fn total_heat(&self) -> f64;
+    /// Heat at which the system cools (HeMem's COOLING_THRESHOLD): frequency bins for a
+    /// Colloid layer divide `0..heat_ceiling` (Colloid §4.1).
+    fn heat_ceiling(&self) -> f64;
+    /// Whether the system classifies the page as hot right now.
+    fn is_hot(&self, page: PageIdx) -> bool;
+    /// Access probability of a page: its heat over the total (Colloid §4.1).
+    fn access_probability(&self, page: PageIdx) -> f64 {
+        let t = self.total_heat();
+        if t > 0.0 {
+            self.heat(page) / t
+        } else {
+            0.0
+        }
+    }
+    /// Pages of `tier` with non-zero heat, hottest first (ties: lower page index first).
+    fn pages_by_heat(&self, snap: &Snapshot<'_>, tier: TierId) -> Vec<PageIdx> {
+        let mut v: Vec<(f64, PageIdx)> = pages_in(snap, tier)
+            .map(|p| (self.heat(p), p))
+            .filter(|(h, _)| *h > 0.0)
+            .collect();
+        v.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        v.into_iter().map(|(_, p)| p).collect()
+    }
+    /// Up to `n` pages of `tier` in the order the system would evict them (coldest first).
+    fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx>;
+    /// Moves the system makes for capacity reasons alone, which a layer keeps (TPP's kswapd
+    /// demotions under the watermarks, MEMTIS's default-tier kmigraterd). Called after
+    /// `ingest`, at most once per quantum.
+    fn capacity_moves(&mut self, _snap: &Snapshot<'_>) -> Plan {
+        Plan::default()
+    }
+}
+
+/// Pages that live in `tier` (tier ≥ 1 all count as the alternate tier when `tier == SLOW`).
+pub fn pages_in<'a>(snap: &'a Snapshot<'_>, tier: TierId) -> impl Iterator<Item = PageIdx> + 'a {
+    let alt = tier != FAST;
+    snap.placement
+        .iter()
+        .enumerate()
+        .filter(move |(_, t)| if alt { **t != FAST } else { **t == FAST })
+        .map(|(i, _)| i as PageIdx)
+}
+
+/// Whole free pages in a tier.
+pub fn free_pages(snap: &Snapshot<'_>, tier: TierId) -> u64 {
+    if tier.index() >= snap.tiers.len() || snap.page_bytes == 0 {
+        return 0;
+    }
+    snap.free_bytes(tier) / snap.page_bytes
+}
+
+/// Capacity of a tier in pages.
+pub fn capacity_pages(snap: &Snapshot<'_>, tier: TierId) -> u64 {
+    if tier.index() >= snap.tiers.len() || snap.page_bytes == 0 {
+        return 0;
+    }
+    snap.tiers[tier.index()].capacity_bytes / snap.page_bytes
+}
+
+/// Convert a rate in MiB/s and a quantum into bytes per quantum.
+pub fn mib_per_s_to_bytes_per_quantum(mib_per_s: f64, quantum_ns: u64) -> u64 {
+    (mib_per_s * (1u64 << 20) as f64 * quantum_ns as f64 / 1e9).floor() as u64
+}
+
+/// Milliseconds (config) to nanoseconds.
+pub fn ms_to_ns(ms: f64) -> u64 {
+    (ms * 1e6).round() as u64
+}
+
+/// A per-quantum migration budget in pages. `None` = unlimited.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    left_pages: Option<u64>,
+}
+
+impl Budget {
+    pub fn new(limit_bytes: Option<u64>, page_bytes: u64) -> Self {
+        Budget { left_pages: limit_bytes.map(|b| b / page_bytes.max(1)) }
+    }
+    /// Take `n` pages from the budget if they all fit.
+    pub fn take(&mut self, n: u64) -> bool {
+        match &mut self.left_pages {
+            None => true,
+            Some(left) if *left >= n => {
+                *left -= n;
+                true
+            }
+            Some(_) => false,
+        }
+    }
+    pub fn left_pages(&self) -> Option<u64> {
+        self.left_pages
+    }
+}
+
+/// Hand-made snapshots for unit tests.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use tiermem_core::{HeatEvent, Snapshot, TierId, TierKind, TierSpec, TierTelemetry};
+
+    pub const PAGE: u64 = 2 << 20;
+
+    /// Owns everything a `Snapshot` borrows.
+    pub struct World {
+        pub now_ns: u64,
+        pub quantum_ns: u64,
+        pub specs: Vec<TierSpec>,
+        pub tiers: Vec<TierTelemetry>,
+        pub placement: Vec<TierId>,
+        pub events: Vec<HeatEvent>,
+    }
+
+    impl World {
+        /// `pages` pages; the first `in_fast` in tier 0 and the rest in tier 1; the tiers hold
+        /// `fast_cap` and `slow_cap` pages.
+        pub fn new(pages: usize, in_fast: usize, fast_cap: u64, slow_cap: u64) -> World {
+            let spec = |name: &str, cap: u64, lat: f64| TierSpec {
+                name: name.into(),
+                kind: TierKind::Dram,
+                capacity_bytes: cap * PAGE,
+                unloaded_latency_ns: lat,
+                peak_bandwidth_bytes_per_s: 1e11,
+                cost_per_gb: 1.0,
+            };
+            let placement: Vec<TierId> =
+                (0..pages).map(|i| if i < in_fast { TierId(0) } else { TierId(1) }).collect();
+            let mut w = World {
+                now_ns: 0,
+                quantum_ns: 10_000_000,
+                specs: vec![spec("fast", fast_cap, 70.0), spec("slow", slow_cap, 135.0)],
+                tiers: vec![TierTelemetry::default(), TierTelemetry::default()],
+                placement,
+                events: Vec::new(),
+            };
+            w.tiers[0].capacity_bytes = fast_cap * PAGE;
+            w.tiers[1].capacity_bytes = slow_cap * PAGE;
+            w.recount();
+            w
+        }
+
+        /// Recompute `used_bytes` from the placement.
+        pub fn recount(&mut self) {
+            for (i, t) in self.tiers.iter_mut().enumerate() {
+                t.used_bytes = self.placement.iter().filter(|p| p.index() == i).count() as u64 * PAGE;
+            }
+        }
+
+        pub fn snap(&self) -> Snapshot<'_> {
+            Snapshot {
+                now_ns: self.now_ns,
+                quantum_ns: self.quantum_ns,
+                page_bytes: PAGE,
+                tier_specs: &self.specs,
+                tiers: &self.tiers,
+                placement: &self.placement,
+                events: &self.events,
+            }
+        }
+
+        /// Apply a plan the way a backend would (capacity-checked, in order), clear the
+        /// events and advance the clock by one quantum.
+        pub fn apply(&mut self, plan: &tiermem_core::Plan) -> usize {
+            let mut applied = 0;
+            for m in &plan.moves {
+                for p in m.range.pages() {
+                    let to = m.to.index();
+                    let cap = self.tiers[to].capacity_bytes;
+                    if self.placement[p as usize] != m.to && self.tiers[to].used_bytes + PAGE <= cap {
+                        let from = self.placement[p as usize].index();
+                        self.tiers[from].used_bytes -= PAGE;
+                        self.tiers[to].used_bytes += PAGE;
+                        self.placement[p as usize] = m.to;
+                        applied += 1;
+                    }
+                }
+            }
+            self.events.clear();
+            self.now_ns += self.quantum_ns;
+            applied
+        }
+
+        pub fn reads(&mut self, page: u32, n: usize) {
+            for _ in 0..n {
+                self.events.push(HeatEvent::Sample { page, write: false });
+            }
+        }
+        pub fn writes(&mut self, page: u32, n: usize) {
+            for _ in 0..n {
+                self.events.push(HeatEvent::Sample { page, write: true });
+            }
+        }
+    }
+
+    /// The pages a plan moves to `to`, in plan order.
+    pub fn moved_to(plan: &tiermem_core::Plan, to: TierId) -> Vec<u32> {
+        plan.moves.iter().filter(|m| m.to == to).flat_map(|m| m.range.pages()).collect()
+    }
+}

@@ -1,0 +1,526 @@
+//! HeMem (Raybuck et al., SOSP'21), as configured by default in its public code.
+//!
+//! * Tracker: PEBS samples of loads and stores, one every `sample_period` accesses.
+//! * Per page, a read count and a write count. A page is hot if
+//!   `reads ≥ hot_read_threshold` or `writes ≥ hot_write_threshold`.
+//! * Cooling: when a sampled page's count exceeds `cooling_threshold`, a global clock ticks;
+//!   every page's counts are halved once per tick. HeMem does it lazily (each page keeps the
+//!   clock it was last cooled at and shifts its counts by the difference when next touched);
+//!   so do we — lazy and eager halving give the same counts. HeMem's cooling thread then walks
+//!   the hot lists and moves pages that fell below the thresholds to the cold lists
+//!   (`partial_cool_peek_and_move`, COOLING_PAGES per pass); we re-classify every hot page at
+//!   the end of the quantum in which the clock ticked (i.e. the walk finishes within 10 ms).
+//! * Hot and cold FIFO lists per tier: a page enters the tail of a list when its class
+//!   changes or when it is migrated.
+//! * Migration thread, every `quantum_ms`: take hot pages from the alternate tier's hot list
+//!   (FIFO); put each in a free default-tier page, or, if there is none, first demote the
+//!   head of the default tier's cold list; stop when the default tier holds only hot pages,
+//!   when nothing is hot in the alternate tier, or at the migration limit.
+//!
+//! Source of the defaults: `cuhk-mass/hemem`, file `src/pebs.h` (commit 57fb561):
+//! `SAMPLE_PERIOD 19997`, `HOT_READ_THRESHOLD 4`, `HOT_WRITE_THRESHOLD 4`,
+//! `PEBS_COOLING_THRESHOLD 10`, `PEBS_KSWAPD_INTERVAL 10000` µs (10 ms),
+//! `PEBS_KSWAPD_MIGRATE_RATE 10 GB` per migration-thread pass. The lazy cooling and the
+//! strict `> PEBS_COOLING_THRESHOLD` test follow `pebs_scan_thread` in `src/pebs.c`.
+//! Two differences from the C code, both deliberate: (1) HeMem shifts only the count of the
+//! sampled event type when it catches up with the clock; we shift reads and writes together
+//! (HeMem's quirk lets an old, uncooled count survive a tick); (2) HeMem's 10 GB limit counts
+//! only promoted bytes; ours counts promotions and the demotions that make room, because the
+//! backend enforces the quota on every move in the plan.
+//!
+//! HeMem manages 2 MB pages; nothing here assumes a page size (`snap.page_bytes`).
+
+use crate::heat::{free_pages, mib_per_s_to_bytes_per_quantum, ms_to_ns, pages_in, Budget, HeatModel, FAST, SLOW};
+use serde::{Deserialize, Serialize};
+use tiermem_core::config::{check_range, invalid, join, Validate};
+use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Result, Snapshot, TierId, TrackerSpec};
+
+/// `policy = "hemem"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HememConfig {
+    /// PEBS sample period: one sample every this many loads/stores (hemem src/pebs.h
+    /// `SAMPLE_PERIOD 19997`).
+    #[serde(default = "d_sample_period")]
+    pub sample_period: u64,
+    /// Hot if the sampled read count reaches this (`HOT_READ_THRESHOLD 4`).
+    #[serde(default = "d_hot")]
+    pub hot_read_threshold: u32,
+    /// Hot if the sampled write count reaches this (`HOT_WRITE_THRESHOLD 4`).
+    #[serde(default = "d_hot")]
+    pub hot_write_threshold: u32,
+    /// Halve all counts when a page's count exceeds this (`PEBS_COOLING_THRESHOLD 10`).
+    #[serde(default = "d_cooling")]
+    pub cooling_threshold: u32,
+    /// Migration-thread period (`PEBS_KSWAPD_INTERVAL` 10 ms).
+    #[serde(default = "d_quantum_ms")]
+    pub quantum_ms: f64,
+    /// Migration limit in MiB per second: `PEBS_KSWAPD_MIGRATE_RATE` is 10 GiB per 10 ms
+    /// pass = 1 048 576 MiB/s (in practice the copy bandwidth binds first).
+    #[serde(default = "d_limit")]
+    pub migration_limit_mib_per_s: f64,
+}
+
+fn d_sample_period() -> u64 {
+    19997
+}
+fn d_hot() -> u32 {
+    4
+}
+fn d_cooling() -> u32 {
+    10
+}
+fn d_quantum_ms() -> f64 {
+    10.0
+}
+fn d_limit() -> f64 {
+    10.0 * 1024.0 / 0.010
+}
+
+impl Default for HememConfig {
+    fn default() -> Self {
+        HememConfig {
+            sample_period: d_sample_period(),
+            hot_read_threshold: d_hot(),
+            hot_write_threshold: d_hot(),
+            cooling_threshold: d_cooling(),
+            quantum_ms: d_quantum_ms(),
+            migration_limit_mib_per_s: d_limit(),
+        }
+    }
+}
+
+impl Validate for HememConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        if self.sample_period == 0 {
+            return Err(invalid(&join(p, "sample_period"), "must be at least 1"));
+        }
+        if self.hot_read_threshold == 0 {
+            return Err(invalid(&join(p, "hot_read_threshold"), "must be at least 1"));
+        }
+        if self.hot_write_threshold == 0 {
+            return Err(invalid(&join(p, "hot_write_threshold"), "must be at least 1"));
+        }
+        let hot_max = self.hot_read_threshold.max(self.hot_write_threshold);
+        if self.cooling_threshold < hot_max {
+            return Err(invalid(
+                &join(p, "cooling_threshold"),
+                format!("{} is below the hot thresholds ({hot_max}); pages would cool before they can be hot", self.cooling_threshold),
+            ));
+        }
+        check_range(&join(p, "quantum_ms"), self.quantum_ms, 0.001, 60_000.0)?;
+        check_range(&join(p, "migration_limit_mib_per_s"), self.migration_limit_mib_per_s, 0.0, 1e12)
+    }
+}
+
+/// Per-page state: sampled counts, the cooling clock they were last brought up to, the
+/// current class and the position in its FIFO list.
+#[derive(Clone, Copy, Debug, Default)]
+struct PageState {
+    reads: u32,
+    writes: u32,
+    clock: u32,
+    hot: bool,
+    /// When the page entered its current list (larger = nearer the tail).
+    seq: u64,
+}
+
+/// HeMem's tracker state and page finder.
+#[derive(Clone, Debug)]
+pub struct Hemem {
+    pub cfg: HememConfig,
+    pages: Vec<PageState>,
+    global_clock: u32,
+    next_seq: u64,
+    total_heat: f64,
+    /// Samples ingested and cooling ticks so far (for inspection and tests).
+    pub samples: u64,
+    pub cools: u64,
+}
+
+impl Hemem {
+    pub fn new(cfg: HememConfig) -> Self {
+        Hemem { cfg, pages: Vec::new(), global_clock: 0, next_seq: 0, total_heat: 0.0, samples: 0, cools: 0 }
+    }
+
+    fn ensure(&mut self, n: usize) {
+        if self.pages.len() < n {
+            // New pages enter the cold list in page order (first-touch order).
+            let start = self.pages.len();
+            self.pages.resize(n, PageState::default());
+            for i in start..n {
+                self.pages[i].clock = self.global_clock;
+                self.pages[i].seq = self.next_seq;
+                self.next_seq += 1;
+            }
+        }
+    }
+
+    fn bump(&mut self, page: usize) {
+        self.pages[page].seq = self.next_seq;
+        self.next_seq += 1;
+    }
+
+    /// Bring a page's counts up to the global clock (lazy halving).
+    fn catch_up(&mut self, page: usize) {
+        let g = self.global_clock;
+        let s = &mut self.pages[page];
+        let shift = g.wrapping_sub(s.clock);
+        if shift > 0 {
+            s.reads = if shift >= 32 { 0 } else { s.reads >> shift };
+            s.writes = if shift >= 32 { 0 } else { s.writes >> shift };
+            s.clock = g;
+        }
+    }
+
+    fn classify(&self, s: &PageState) -> bool {
+        s.reads >= self.cfg.hot_read_threshold || s.writes >= self.cfg.hot_write_threshold
+    }
+
+    /// Current (cooled) read and write counts of a page.
+    pub fn counts(&self, page: PageIdx) -> (u32, u32) {
+        match self.pages.get(page as usize) {
+            None => (0, 0),
+            Some(s) => {
+                let shift = self.global_clock.wrapping_sub(s.clock);
+                if shift >= 32 {
+                    (0, 0)
+                } else {
+                    (s.reads >> shift, s.writes >> shift)
+                }
+            }
+        }
+    }
+
+    fn on_sample(&mut self, page: usize, write: bool) {
+        self.catch_up(page);
+        let cooling = self.cfg.cooling_threshold;
+        let s = &mut self.pages[page];
+        let c = if write {
+            s.writes = s.writes.saturating_add(1);
+            s.writes
+        } else {
+            s.reads = s.reads.saturating_add(1);
+            s.reads
+        };
+        self.samples += 1;
+        self.total_heat += 1.0;
+        let hot = self.classify(&self.pages[page]);
+        if hot != self.pages[page].hot {
+            self.pages[page].hot = hot;
+            self.bump(page);
+        }
+        if c > cooling {
+            self.global_clock = self.global_clock.wrapping_add(1);
+            self.cools += 1;
+            // Every count halves (floor); the total follows approximately.
+            self.total_heat /= 2.0;
+        }
+    }
+
+    /// The cooling walk: hot pages whose cooled counts fell below the thresholds move to
+    /// the tail of their tier's cold list.
+    fn cool_hot_lists(&mut self) {
+        for i in 0..self.pages.len() {
+            if self.pages[i].hot {
+                self.catch_up(i);
+                if !self.classify(&self.pages[i]) {
+                    self.pages[i].hot = false;
+                    self.bump(i);
+                }
+            }
+        }
+    }
+
+    /// A tier's hot or cold list in FIFO order (head first).
+    fn list(&self, snap: &Snapshot<'_>, tier: TierId, hot: bool) -> Vec<PageIdx> {
+        let mut v: Vec<(u64, PageIdx)> = pages_in(snap, tier)
+            .filter(|&p| self.pages.get(p as usize).map_or(false, |s| s.hot) == hot)
+            .map(|p| (self.pages.get(p as usize).map_or(0, |s| s.seq), p))
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// The migration thread's pass.
+    fn migrate(&mut self, snap: &Snapshot<'_>) -> Plan {
+        let mut plan = Plan::default();
+        if snap.tiers.len() < 2 {
+            return plan;
+        }
+        let mut budget = Budget::new(HeatModel::migration_limit_bytes(self), snap.page_bytes);
+        let mut free = free_pages(snap, FAST);
+        let hot_alt = self.list(snap, SLOW, true);
+        let cold_fast = self.list(snap, FAST, false);
+        let mut victims = cold_fast.into_iter();
+        for p in hot_alt {
+            if free > 0 {
+                if !budget.take(1) {
+                    break;
+                }
+                free -= 1;
+            } else {
+                // No free default-tier page: demote the head of the cold list first.
+                let Some(cp) = victims.next() else {
+                    break; // every default-tier page is hot
+                };
+                if !budget.take(2) {
+                    break;
+                }
+                plan.push(cp, SLOW);
+                self.bump(cp as usize);
+            }
+            plan.push(p, FAST);
+            self.bump(p as usize);
+        }
+        plan
+    }
+}
+
+impl HeatModel for Hemem {
+    fn system(&self) -> &'static str {
+        "hemem"
+    }
+    fn tracker(&self) -> TrackerSpec {
+        TrackerSpec::Pebs { sample_period: self.cfg.sample_period }
+    }
+    fn quantum_ns(&self) -> u64 {
+        ms_to_ns(self.cfg.quantum_ms)
+    }
+    fn migration_limit_bytes(&self) -> Option<u64> {
+        Some(mib_per_s_to_bytes_per_quantum(self.cfg.migration_limit_mib_per_s, HeatModel::quantum_ns(self)))
+    }
+    fn ingest(&mut self, snap: &Snapshot<'_>) {
+        self.ensure(snap.page_count());
+        let before = self.global_clock;
+        for e in snap.events {
+            if let HeatEvent::Sample { page, write } = *e {
+                if (page as usize) < self.pages.len() {
+                    self.on_sample(page as usize, write);
+                }
+            }
+        }
+        if self.global_clock != before {
+            self.cool_hot_lists();
+        }
+    }
+    fn heat(&self, page: PageIdx) -> f64 {
+        let (r, w) = self.counts(page);
+        (r + w) as f64
+    }
+    fn total_heat(&self) -> f64 {
+        self.total_heat
+    }
+    fn heat_ceiling(&self) -> f64 {
+        self.cfg.cooling_threshold as f64
+    }
+    fn is_hot(&self, page: PageIdx) -> bool {
+        self.pages.get(page as usize).map_or(false, |s| s.hot)
+    }
+    /// The cold list first (FIFO), then the hot list (FIFO).
+    fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
+        let mut v = self.list(snap, tier, false);
+        if v.len() < n {
+            v.extend(self.list(snap, tier, true));
+        }
+        v.truncate(n);
+        v
+    }
+}
+
+impl Policy for Hemem {
+    fn name(&self) -> String {
+        "hemem".into()
+    }
+    fn tracker(&self) -> TrackerSpec {
+        HeatModel::tracker(self)
+    }
+    fn quantum_ns(&self) -> u64 {
+        HeatModel::quantum_ns(self)
+    }
+    fn migration_limit_bytes(&self) -> Option<u64> {
+        HeatModel::migration_limit_bytes(self)
+    }
+    fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
+        self.ingest(snap);
+        self.migrate(snap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heat::testutil::{moved_to, World, PAGE};
+
+    fn hemem() -> Hemem {
+        Hemem::new(HememConfig::default())
+    }
+
+    #[test]
+    fn defaults_match_hemem_source() {
+        let c = HememConfig::default();
+        assert_eq!((c.sample_period, c.hot_read_threshold, c.hot_write_threshold, c.cooling_threshold), (19997, 4, 4, 10));
+        let h = Hemem::new(c);
+        assert_eq!(Policy::quantum_ns(&h), 10_000_000);
+        // 10 GiB per 10 ms pass.
+        assert_eq!(Policy::migration_limit_bytes(&h), Some(10 << 30));
+    }
+
+    #[test]
+    fn promotes_after_enough_reads_and_not_before() {
+        // 4 pages: 0,1 in fast (cap 4), 2,3 in slow.
+        let mut w = World::new(4, 2, 4, 4);
+        let mut h = hemem();
+        w.reads(2, 3);
+        let plan = h.decide(&w.snap());
+        assert!(plan.moves.is_empty(), "3 reads < HOT_READ_THRESHOLD: {plan:?}");
+        w.apply(&plan);
+        w.reads(2, 1);
+        let plan = h.decide(&w.snap());
+        assert_eq!(moved_to(&plan, FAST), vec![2]);
+        assert!(moved_to(&plan, SLOW).is_empty(), "free space: no demotion needed");
+    }
+
+    #[test]
+    fn writes_have_their_own_threshold() {
+        let mut w = World::new(4, 0, 4, 4);
+        let mut h = hemem();
+        // 2 reads + 2 writes: neither count reaches 4.
+        w.reads(1, 2);
+        w.writes(1, 2);
+        assert!(h.decide(&w.snap()).moves.is_empty());
+        w.apply(&Plan::default());
+        w.writes(1, 2);
+        assert_eq!(moved_to(&h.decide(&w.snap()), FAST), vec![1]);
+    }
+
+    #[test]
+    fn cooling_halves_all_counts_and_demotes_to_cold_list() {
+        let mut w = World::new(4, 0, 0, 4); // no fast capacity: nothing can move
+        let mut h = hemem();
+        w.reads(1, 5);
+        w.writes(2, 3);
+        h.decide(&w.snap());
+        assert!(h.is_hot(1) && !h.is_hot(2));
+        assert_eq!(h.counts(1), (5, 0));
+        assert_eq!(h.cools, 0);
+        w.apply(&Plan::default());
+        // Page 3 reaches 11 > COOLING_THRESHOLD: one tick, everyone halves.
+        w.reads(3, 11);
+        h.decide(&w.snap());
+        assert_eq!(h.cools, 1);
+        assert_eq!(h.counts(1), (2, 0), "5 >> 1");
+        assert_eq!(h.counts(2), (0, 1), "3 >> 1");
+        assert_eq!(h.counts(3), (5, 0), "11 >> 1");
+        assert!(!h.is_hot(1), "page 1 cooled below the threshold and left the hot list");
+        assert!(h.is_hot(3));
+        // Exactly at the threshold does not cool (HeMem tests `>`).
+        let mut w = World::new(1, 0, 0, 1);
+        let mut h = hemem();
+        w.reads(0, 10);
+        h.decide(&w.snap());
+        assert_eq!(h.cools, 0);
+    }
+
+    #[test]
+    fn cooled_page_is_no_longer_promoted() {
+        let mut w = World::new(4, 0, 1, 4);
+        let mut h = hemem();
+        w.reads(0, 11); // hot, and triggers a tick → 5 (still hot)
+        w.reads(1, 4); // hot before the tick... (sampled after page 0's tick: 4, hot)
+        let plan = h.decide(&w.snap());
+        // Fast has one free page: page 0 became hot first (FIFO) and goes first.
+        assert_eq!(moved_to(&plan, FAST), vec![0]);
+        w.apply(&plan);
+        // Another tick from page 0 (in fast now): page 1's 4 reads halve to 2 → cold.
+        w.reads(0, 7); // 5 + 7 = 12 > 10
+        let plan = h.decide(&w.snap());
+        assert_eq!(h.counts(1), (2, 0));
+        assert!(!h.is_hot(1));
+        assert!(plan.moves.is_empty(), "{plan:?}");
+    }
+
+    #[test]
+    fn demotes_cold_to_make_room_and_never_hot() {
+        // Fast (cap 3) is full: pages 0 (hot), 1, 2 (cold). Slow: 3, 4, 5 become hot.
+        let mut w = World::new(6, 3, 3, 6);
+        let mut h = hemem();
+        w.reads(0, 4);
+        for p in 3..6 {
+            w.reads(p, 4);
+        }
+        let plan = h.decide(&w.snap());
+        // Pairs (demote cold head, promote hot head) in FIFO order; page 0 stays.
+        let order: Vec<(u32, u8)> = plan.moves.iter().map(|m| (m.range.start, m.to.0)).collect();
+        assert_eq!(order, vec![(1, 1), (3, 0), (2, 1), (4, 0)]);
+        assert_eq!(w.apply(&plan), 4);
+        // Now fast holds 0, 3, 4, all hot: page 5 must wait.
+        let plan = h.decide(&w.snap());
+        assert!(plan.moves.is_empty(), "no cold page left in the default tier: {plan:?}");
+    }
+
+    #[test]
+    fn respects_migration_limit_per_quantum() {
+        let mut w = World::new(20, 0, 20, 20);
+        let mut h = Hemem::new(HememConfig {
+            // 3 pages of 2 MiB per 10 ms quantum.
+            migration_limit_mib_per_s: 3.0 * 2.0 / 0.010,
+            ..HememConfig::default()
+        });
+        assert_eq!(Policy::migration_limit_bytes(&h), Some(3 * PAGE));
+        for p in 0..10 {
+            w.reads(p, 4);
+        }
+        let plan = h.decide(&w.snap());
+        assert_eq!(moved_to(&plan, FAST), vec![0, 1, 2]);
+        w.apply(&plan);
+        let plan = h.decide(&w.snap());
+        assert_eq!(moved_to(&plan, FAST), vec![3, 4, 5]);
+        // Pairs count twice: with a full fast tier, 3 pages of budget = one demote+promote.
+        let mut w = World::new(4, 2, 2, 4);
+        let mut h = Hemem::new(HememConfig { migration_limit_mib_per_s: 3.0 * 2.0 / 0.010, ..HememConfig::default() });
+        w.reads(2, 4);
+        w.reads(3, 4);
+        let plan = h.decide(&w.snap());
+        assert_eq!(plan.pages(), 2);
+    }
+
+    #[test]
+    fn deterministic() {
+        fn run() -> Vec<Plan> {
+            let mut w = World::new(64, 16, 16, 64);
+            let mut h = hemem();
+            let mut x: u64 = 12345;
+            let mut plans = Vec::new();
+            for _ in 0..50 {
+                for _ in 0..40 {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let page = ((x >> 33) % 64) as u32;
+                    // Skew: low pages are hotter.
+                    let page = page * page / 64;
+                    w.events.push(HeatEvent::Sample { page, write: (x >> 20) & 1 == 1 });
+                }
+                let plan = h.decide(&w.snap());
+                w.apply(&plan);
+                plans.push(plan);
+            }
+            plans
+        }
+        let a = run();
+        assert_eq!(a, run());
+        assert!(a.iter().any(|p| !p.moves.is_empty()), "the test must exercise migrations");
+    }
+
+    #[test]
+    fn heat_model_orders_pages() {
+        let mut w = World::new(4, 0, 4, 4);
+        let mut h = hemem();
+        w.reads(1, 3);
+        w.reads(2, 1);
+        w.writes(3, 2);
+        h.ingest(&w.snap());
+        assert_eq!(h.pages_by_heat(&w.snap(), SLOW), vec![1, 3, 2]);
+        assert!((h.access_probability(1) - 0.5).abs() < 1e-9);
+        assert_eq!(h.heat_ceiling(), 10.0);
+    }
+}

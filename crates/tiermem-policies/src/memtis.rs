@@ -1,0 +1,591 @@
+//! MEMTIS (Lee et al., SOSP'23).
+//!
+//! * Tracker: PEBS (`ksampled`) with sample period `sample_period`. MEMTIS adapts the
+//!   period to keep ksampled under a CPU quota (`ksampled_soft_cpu_quota`); a pure policy
+//!   cannot see CPU time and the tracker is declared once, so the period is fixed here.
+//! * Per page, a sampled access count; a 16-bin histogram of pages by `log2(count)`
+//!   (bin 0 holds counts 0–1, bin 15 counts ≥ 2^15).
+//! * Every `adaptation_period_samples` samples the hot threshold is recomputed
+//!   (`__adjust_active_threshold`, mm/htmm_core.c): walk the histogram from bin 15 down,
+//!   adding pages while they fit in the default tier's capacity minus the promotion
+//!   watermark; the hot threshold is the lowest bin that fitted entirely (never below
+//!   `thres_hot`). Outside cooling the threshold only rises. If the hot set fills less than
+//!   75 % of that capacity, a warm band one bin below the threshold is kept in the default
+//!   tier (`warm_threshold = active_threshold - 1`), else warm = hot.
+//! * Every `cooling_period_samples` samples all counts halve (`__cooling`); MEMTIS walks the
+//!   LRU lists to do it, we halve at once. After a cooling the threshold falls by one if the
+//!   histogram no longer supports it.
+//! * kmigraterd, every `quantum_ms` (500 ms): promote hot pages of the alternate tier,
+//!   hottest first, into free space above the promotion watermark, demoting cold pages of
+//!   the default tier to make room; and demote the default tier's cold pages. MEMTIS keeps
+//!   cold pages out of the default tier even when it has room (Colloid §5.2: "MEMTIS
+//!   proactively places cold pages in the alternate tier even when there is capacity
+//!   available in the default tier"); `proactive_demotion = false` demotes only below the
+//!   demotion watermark.
+//! * Not modelled: huge-page splitting and coalescing (MEMTIS's page-size determination);
+//!   the simulated page size is fixed by the backend.
+//!
+//! Defaults: `cosmoss-jigu/memtis`, linux/mm/htmm_sysfs.c: `htmm_sample_period = 199`,
+//! `htmm_thres_hot = 1`, `htmm_cooling_period = 2000000`, `htmm_adaptation_period = 100000`,
+//! `htmm_promotion_period_in_ms = 500`, `htmm_demotion_period_in_ms = 500`,
+//! `htmm_nowarm = 0`; include/linux/htmm.h: `MAX_MIGRATION_RATE_IN_MBPS 2048`;
+//! mm/htmm_migrater.c: promotion watermark 3 % and demotion watermark 2 % of the default
+//! tier (`get_memcg_promotion_watermark`, `get_memcg_demotion_watermark`; the kernel also
+//! clamps them to fixed page counts, which we omit to stay page-size agnostic).
+
+use crate::heat::{capacity_pages, free_pages, mib_per_s_to_bytes_per_quantum, ms_to_ns, pages_in, Budget, HeatModel, FAST, SLOW};
+use serde::{Deserialize, Serialize};
+use tiermem_core::config::{check_range, invalid, join, Validate};
+use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Result, Snapshot, TierId, TrackerSpec};
+
+/// Histogram bins (MEMTIS: 16).
+pub const BINS: usize = 16;
+
+/// `policy = "memtis"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemtisConfig {
+    /// PEBS sample period (`htmm_sample_period = 199`).
+    #[serde(default = "d_sample_period")]
+    pub sample_period: u64,
+    /// kmigraterd period (`htmm_promotion_period_in_ms = htmm_demotion_period_in_ms = 500`).
+    #[serde(default = "d_quantum_ms")]
+    pub quantum_ms: f64,
+    /// Halve all counts every this many samples (`htmm_cooling_period = 2000000`).
+    #[serde(default = "d_cooling")]
+    pub cooling_period_samples: u64,
+    /// Recompute the hot threshold every this many samples (`htmm_adaptation_period`).
+    #[serde(default = "d_adapt")]
+    pub adaptation_period_samples: u64,
+    /// Lowest allowed hot bin (`htmm_thres_hot = 1`).
+    #[serde(default = "d_thres_hot")]
+    pub thres_hot: u32,
+    /// Keep a warm band below the hot threshold (`htmm_nowarm = 0`).
+    #[serde(default = "d_true")]
+    pub warm: bool,
+    /// Promotion watermark, as a fraction of the default tier (3 %).
+    #[serde(default = "d_promo_wm")]
+    pub promotion_watermark: f64,
+    /// Demotion watermark, as a fraction of the default tier (2 %).
+    #[serde(default = "d_demo_wm")]
+    pub demotion_watermark: f64,
+    /// Demote cold pages even when the default tier has room (Colloid §5.2).
+    #[serde(default = "d_true")]
+    pub proactive_demotion: bool,
+    /// `MAX_MIGRATION_RATE_IN_MBPS = 2048`.
+    #[serde(default = "d_limit")]
+    pub migration_limit_mib_per_s: f64,
+}
+
+fn d_sample_period() -> u64 {
+    199
+}
+fn d_quantum_ms() -> f64 {
+    500.0
+}
+fn d_cooling() -> u64 {
+    2_000_000
+}
+fn d_adapt() -> u64 {
+    100_000
+}
+fn d_thres_hot() -> u32 {
+    1
+}
+fn d_true() -> bool {
+    true
+}
+fn d_promo_wm() -> f64 {
+    0.03
+}
+fn d_demo_wm() -> f64 {
+    0.02
+}
+fn d_limit() -> f64 {
+    2048.0
+}
+
+impl Default for MemtisConfig {
+    fn default() -> Self {
+        MemtisConfig {
+            sample_period: d_sample_period(),
+            quantum_ms: d_quantum_ms(),
+            cooling_period_samples: d_cooling(),
+            adaptation_period_samples: d_adapt(),
+            thres_hot: d_thres_hot(),
+            warm: true,
+            promotion_watermark: d_promo_wm(),
+            demotion_watermark: d_demo_wm(),
+            proactive_demotion: true,
+            migration_limit_mib_per_s: d_limit(),
+        }
+    }
+}
+
+impl Validate for MemtisConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        if self.sample_period == 0 {
+            return Err(invalid(&join(p, "sample_period"), "must be at least 1"));
+        }
+        check_range(&join(p, "quantum_ms"), self.quantum_ms, 0.001, 60_000.0)?;
+        if self.cooling_period_samples == 0 {
+            return Err(invalid(&join(p, "cooling_period_samples"), "must be at least 1"));
+        }
+        if self.adaptation_period_samples == 0 {
+            return Err(invalid(&join(p, "adaptation_period_samples"), "must be at least 1"));
+        }
+        check_range(&join(p, "thres_hot"), self.thres_hot as f64, 0.0, (BINS - 1) as f64)?;
+        check_range(&join(p, "promotion_watermark"), self.promotion_watermark, 0.0, 0.5)?;
+        check_range(&join(p, "demotion_watermark"), self.demotion_watermark, 0.0, 0.5)?;
+        check_range(&join(p, "migration_limit_mib_per_s"), self.migration_limit_mib_per_s, 0.0, 1e12)
+    }
+}
+
+/// Histogram bin of a count: floor(log2(count)), 0 for 0 and 1, capped at 15.
+pub fn bin_of(count: u32) -> usize {
+    if count <= 1 {
+        0
+    } else {
+        ((31 - count.leading_zeros()) as usize).min(BINS - 1)
+    }
+}
+
+/// MEMTIS's tracker state and page finder.
+#[derive(Clone, Debug)]
+pub struct Memtis {
+    pub cfg: MemtisConfig,
+    counts: Vec<u32>,
+    /// Pages per bin (pages never sampled since the last cooling are not counted).
+    hist: [u64; BINS],
+    total: f64,
+    samples: u64,
+    /// Hot if bin ≥ `active_threshold`; warm if bin ≥ `warm_threshold`.
+    pub active_threshold: u32,
+    pub warm_threshold: u32,
+    pub coolings: u64,
+    /// Default-tier pages usable by hot pages at the last adaptation.
+    max_hot_pages: u64,
+}
+
+impl Memtis {
+    pub fn new(cfg: MemtisConfig) -> Self {
+        let t = cfg.thres_hot;
+        Memtis {
+            cfg,
+            counts: Vec::new(),
+            hist: [0; BINS],
+            total: 0.0,
+            samples: 0,
+            active_threshold: t,
+            warm_threshold: t,
+            coolings: 0,
+            max_hot_pages: 0,
+        }
+    }
+
+    pub fn count(&self, page: PageIdx) -> u32 {
+        self.counts.get(page as usize).copied().unwrap_or(0)
+    }
+
+    pub fn histogram(&self) -> [u64; BINS] {
+        self.hist
+    }
+
+    fn bin(&self, page: PageIdx) -> usize {
+        bin_of(self.count(page))
+    }
+
+    pub fn is_warm(&self, page: PageIdx) -> bool {
+        self.bin(page) >= self.warm_threshold as usize
+    }
+
+    fn on_sample(&mut self, page: usize, max_hot: u64) {
+        let c = self.counts[page];
+        if c > 0 {
+            self.hist[bin_of(c)] -= 1;
+        }
+        let c = c.saturating_add(1);
+        self.counts[page] = c;
+        self.hist[bin_of(c)] += 1;
+        self.total += 1.0;
+        self.samples += 1;
+        if self.samples % self.cfg.cooling_period_samples == 0 {
+            self.cool();
+            self.adjust(max_hot, true);
+        } else if self.samples % self.cfg.adaptation_period_samples == 0 {
+            self.adjust(max_hot, false);
+        }
+    }
+
+    fn cool(&mut self) {
+        self.hist = [0; BINS];
+        self.total = 0.0;
+        for c in self.counts.iter_mut() {
+            *c >>= 1;
+            if *c > 0 {
+                self.hist[bin_of(*c)] += 1;
+                self.total += *c as f64;
+            }
+        }
+        self.coolings += 1;
+    }
+
+    /// `__adjust_active_threshold`.
+    fn adjust(&mut self, max_hot: u64, cooled: bool) {
+        let mut nr_active = 0u64;
+        let mut idx: i64 = BINS as i64 - 1;
+        while idx >= 0 {
+            let n = self.hist[idx as usize];
+            if nr_active + n > max_hot {
+                break;
+            }
+            nr_active += n;
+            idx -= 1;
+        }
+        if idx != BINS as i64 - 1 {
+            idx += 1;
+        }
+        let idx_hot = (idx.max(0) as u32).max(self.cfg.thres_hot);
+        if cooled {
+            if idx_hot < self.active_threshold && self.active_threshold > 1 {
+                self.active_threshold -= 1;
+            }
+        } else if idx_hot > self.active_threshold {
+            self.active_threshold = idx_hot;
+        }
+        let need_warm = (nr_active as f64) < max_hot as f64 * 0.75;
+        self.warm_threshold = if self.cfg.warm && need_warm { self.active_threshold.saturating_sub(1) } else { self.active_threshold };
+        self.max_hot_pages = max_hot;
+    }
+
+    fn promo_wm(&self, snap: &Snapshot<'_>) -> u64 {
+        (capacity_pages(snap, FAST) as f64 * self.cfg.promotion_watermark).ceil() as u64
+    }
+    fn demo_wm(&self, snap: &Snapshot<'_>) -> u64 {
+        (capacity_pages(snap, FAST) as f64 * self.cfg.demotion_watermark).ceil() as u64
+    }
+
+    /// Pages of a tier matching `keep`, hottest first (ties: page index).
+    fn hottest(&self, snap: &Snapshot<'_>, tier: TierId, keep: impl Fn(PageIdx) -> bool) -> Vec<PageIdx> {
+        let mut v: Vec<(u32, PageIdx)> = pages_in(snap, tier).filter(|&p| keep(p)).map(|p| (self.count(p), p)).collect();
+        v.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        v.into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// Pages of a tier matching `keep`, coldest first (ties: page index).
+    fn coldest(&self, snap: &Snapshot<'_>, tier: TierId, keep: impl Fn(PageIdx) -> bool) -> Vec<PageIdx> {
+        let mut v: Vec<(u32, PageIdx)> = pages_in(snap, tier).filter(|&p| keep(p)).map(|p| (self.count(p), p)).collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// kmigraterd: promotions (with room-making demotions), then cold-page demotions.
+    fn migrate(&mut self, snap: &Snapshot<'_>) -> Plan {
+        let mut plan = Plan::default();
+        if snap.tiers.len() < 2 {
+            return plan;
+        }
+        let mut budget = Budget::new(HeatModel::migration_limit_bytes(self), snap.page_bytes);
+        let promo_wm = self.promo_wm(snap);
+        let mut free = free_pages(snap, FAST);
+        let active = self.active_threshold as usize;
+        let warm = self.warm_threshold as usize;
+        let cold_fast = self.coldest(snap, FAST, |p| self.bin(p) < warm);
+        let mut victims = cold_fast.into_iter().peekable();
+        for p in self.hottest(snap, SLOW, |p| self.bin(p) >= active) {
+            if free > promo_wm {
+                if !budget.take(1) {
+                    break;
+                }
+                free -= 1;
+            } else {
+                let Some(v) = victims.next() else { break };
+                if !budget.take(2) {
+                    break;
+                }
+                plan.push(v, SLOW);
+            }
+            plan.push(p, FAST);
+        }
+        // The default tier's kmigraterd: cold pages go to the alternate tier — all of them
+        // (proactive), or enough to climb back above the watermark when below it.
+        let demo_wm = self.demo_wm(snap);
+        let proactive = self.cfg.proactive_demotion;
+        let mut below = free < demo_wm;
+        for v in victims {
+            if !(proactive || below) || !budget.take(1) {
+                break;
+            }
+            plan.push(v, SLOW);
+            free += 1;
+            if free >= promo_wm {
+                below = false;
+            }
+        }
+        plan
+    }
+}
+
+impl HeatModel for Memtis {
+    fn system(&self) -> &'static str {
+        "memtis"
+    }
+    fn tracker(&self) -> TrackerSpec {
+        TrackerSpec::Pebs { sample_period: self.cfg.sample_period }
+    }
+    fn quantum_ns(&self) -> u64 {
+        ms_to_ns(self.cfg.quantum_ms)
+    }
+    fn migration_limit_bytes(&self) -> Option<u64> {
+        Some(mib_per_s_to_bytes_per_quantum(self.cfg.migration_limit_mib_per_s, HeatModel::quantum_ns(self)))
+    }
+    fn ingest(&mut self, snap: &Snapshot<'_>) {
+        if self.counts.len() < snap.page_count() {
+            self.counts.resize(snap.page_count(), 0);
+        }
+        let max_hot = capacity_pages(snap, FAST).saturating_sub(self.promo_wm(snap));
+        for e in snap.events {
+            if let HeatEvent::Sample { page, .. } = *e {
+                if (page as usize) < self.counts.len() {
+                    self.on_sample(page as usize, max_hot);
+                }
+            }
+        }
+    }
+    fn heat(&self, page: PageIdx) -> f64 {
+        self.count(page) as f64
+    }
+    fn total_heat(&self) -> f64 {
+        self.total
+    }
+    /// The count at which pages are hot (2^active_threshold): a Colloid layer's bins put
+    /// every hot page in the top bin, i.e. it scans the hot list first (Colloid §4.2).
+    fn heat_ceiling(&self) -> f64 {
+        (1u64 << self.active_threshold.min(31)) as f64
+    }
+    fn is_hot(&self, page: PageIdx) -> bool {
+        self.bin(page) >= self.active_threshold as usize
+    }
+    fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
+        let mut v = self.coldest(snap, tier, |_| true);
+        v.truncate(n);
+        v
+    }
+    /// The default-tier kmigraterd alone: demote cold pages (all of them when proactive,
+    /// else only below the demotion watermark), within the migration limit.
+    fn capacity_moves(&mut self, snap: &Snapshot<'_>) -> Plan {
+        let mut plan = Plan::default();
+        if snap.tiers.len() < 2 {
+            return plan;
+        }
+        let mut budget = Budget::new(HeatModel::migration_limit_bytes(self), snap.page_bytes);
+        let warm = self.warm_threshold as usize;
+        let mut free = free_pages(snap, FAST);
+        let (demo_wm, promo_wm) = (self.demo_wm(snap), self.promo_wm(snap));
+        let mut below = free < demo_wm;
+        for v in self.coldest(snap, FAST, |p| self.bin(p) < warm) {
+            if !(self.cfg.proactive_demotion || below) || !budget.take(1) {
+                break;
+            }
+            plan.push(v, SLOW);
+            free += 1;
+            if free >= promo_wm {
+                below = false;
+            }
+        }
+        plan
+    }
+}
+
+impl Policy for Memtis {
+    fn name(&self) -> String {
+        "memtis".into()
+    }
+    fn tracker(&self) -> TrackerSpec {
+        HeatModel::tracker(self)
+    }
+    fn quantum_ns(&self) -> u64 {
+        HeatModel::quantum_ns(self)
+    }
+    fn migration_limit_bytes(&self) -> Option<u64> {
+        HeatModel::migration_limit_bytes(self)
+    }
+    fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
+        self.ingest(snap);
+        self.migrate(snap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heat::testutil::{moved_to, World};
+
+    fn small(adapt: u64) -> MemtisConfig {
+        MemtisConfig { adaptation_period_samples: adapt, ..MemtisConfig::default() }
+    }
+
+    #[test]
+    fn defaults_match_memtis_source() {
+        let m = Memtis::new(MemtisConfig::default());
+        assert_eq!(Policy::tracker(&m), TrackerSpec::Pebs { sample_period: 199 });
+        assert_eq!(Policy::quantum_ns(&m), 500_000_000);
+        assert_eq!(Policy::migration_limit_bytes(&m), Some(1 << 30), "2048 MiB/s for 0.5 s");
+        assert_eq!((m.active_threshold, m.warm_threshold), (1, 1));
+    }
+
+    #[test]
+    fn bins_are_log2() {
+        assert_eq!([0, 1, 2, 3, 4, 7, 8, 1 << 15, u32::MAX].map(bin_of), [0, 0, 1, 1, 2, 2, 3, 15, 15]);
+    }
+
+    /// Pages 0..50 get 64 samples, 50..150 get 8, 150..400 get 1; fast tier 100 pages.
+    fn skewed_world() -> (World, Vec<u32>) {
+        let mut w = World::new(400, 0, 100, 400);
+        let mut order = Vec::new();
+        for round in 0..64 {
+            for p in 0..50u32 {
+                order.push(p);
+            }
+            if round < 8 {
+                order.extend(50..150u32);
+            }
+            if round < 1 {
+                order.extend(150..400u32);
+            }
+        }
+        for &p in &order {
+            w.events.push(HeatEvent::Sample { page: p, write: false });
+        }
+        (w, order)
+    }
+
+    #[test]
+    fn threshold_makes_the_hot_set_fit_the_default_tier() {
+        let (w, order) = skewed_world();
+        // Adapt once, after all samples.
+        let mut m = Memtis::new(small(order.len() as u64));
+        let plan = m.decide(&w.snap());
+        // max hot = 100 − 3 % = 97 pages. Bin 6 (50 pages) fits; bin 3 (100 more) does not:
+        // the threshold is bin 4, so the hot set is exactly pages 0..50.
+        assert_eq!(m.active_threshold, 4);
+        assert_eq!(m.warm_threshold, 3, "50 < 75 % of 97: keep a warm band");
+        assert_eq!(moved_to(&plan, FAST), (0..50).collect::<Vec<_>>());
+        let hot: Vec<u32> = (0..400).filter(|&p| m.is_hot(p)).collect();
+        assert_eq!(hot, (0..50).collect::<Vec<_>>());
+        // A smaller default tier (40 pages, 38 usable) cannot hold bin 6: threshold above it.
+        let mut w2 = World::new(400, 0, 40, 400);
+        w2.events = w.events.clone();
+        let mut m2 = Memtis::new(small(order.len() as u64));
+        let plan = m2.decide(&w2.snap());
+        assert_eq!(m2.active_threshold, 7);
+        assert!(moved_to(&plan, FAST).is_empty());
+    }
+
+    #[test]
+    fn hot_set_never_exceeds_the_default_tier() {
+        let mut x: u64 = 99;
+        for fast in [10u64, 50, 200] {
+            let mut w = World::new(500, 0, fast, 500);
+            let mut m = Memtis::new(small(1000));
+            for _ in 0..20 {
+                for _ in 0..1000 {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    // Zipf-ish: square a uniform draw.
+                    let u = ((x >> 33) % 500) as u64;
+                    w.events.push(HeatEvent::Sample { page: (u * u / 500) as u32, write: false });
+                }
+                let plan = m.decide(&w.snap());
+                w.apply(&plan);
+                let hot = (0..500).filter(|&p| m.is_hot(p)).count() as u64;
+                let max_hot = fast - (fast as f64 * 0.03).ceil() as u64;
+                assert!(hot <= max_hot, "fast {fast}: {hot} hot pages > {max_hot}");
+            }
+            // The hottest pages ended up in the default tier.
+            assert_eq!(w.placement[0], FAST, "fast {fast}");
+        }
+    }
+
+    #[test]
+    fn cooling_halves_counts_and_lowers_threshold() {
+        let mut w = World::new(10, 0, 100, 100);
+        let mut m = Memtis::new(MemtisConfig { adaptation_period_samples: 64, cooling_period_samples: 1_000_000, ..MemtisConfig::default() });
+        for _ in 0..64 {
+            w.events.push(HeatEvent::Sample { page: 0, write: false });
+        }
+        m.decide(&w.snap());
+        assert_eq!(m.count(0), 64);
+        assert_eq!(m.active_threshold, 1, "everything fits: the threshold stays at thres_hot");
+        // Force a cooling.
+        let mut m = Memtis::new(MemtisConfig { adaptation_period_samples: 1_000_000, cooling_period_samples: 64, ..MemtisConfig::default() });
+        m.active_threshold = 5;
+        m.decide(&w.snap());
+        assert_eq!(m.coolings, 1);
+        assert_eq!(m.count(0), 32);
+        assert_eq!(m.histogram()[5], 1);
+        assert_eq!(m.active_threshold, 4, "after a cooling the threshold steps down by one");
+    }
+
+    #[test]
+    fn demotes_cold_pages_proactively_and_makes_room() {
+        // Fast (10 pages) holds pages 0..10; page 0 is hot, the rest cold. Slow page 20 hot.
+        let mut w = World::new(30, 10, 10, 30);
+        let mut m = Memtis::new(small(1_000_000));
+        m.warm_threshold = 1;
+        for _ in 0..4 {
+            w.events.push(HeatEvent::Sample { page: 0, write: false });
+            w.events.push(HeatEvent::Sample { page: 20, write: false });
+        }
+        let plan = m.decide(&w.snap());
+        // Full default tier: demote the coldest (page 1) to admit page 20; then the other
+        // cold pages leave proactively. The hot page 0 stays.
+        assert_eq!(plan.moves[0].range.start, 1);
+        assert_eq!(plan.moves[0].to, SLOW);
+        assert_eq!(plan.moves[1].range.start, 20);
+        assert_eq!(plan.moves[1].to, FAST);
+        assert_eq!(moved_to(&plan, SLOW), (1..10).collect::<Vec<_>>());
+        // Without proactive demotion: the room-making demotion, then (the tier is still full,
+        // below the 2 % demotion watermark) cold pages until the 3 % promotion watermark.
+        let mut m = Memtis::new(MemtisConfig { proactive_demotion: false, ..small(1_000_000) });
+        let plan = m.decide(&w.snap());
+        assert_eq!(moved_to(&plan, SLOW), vec![1, 2]);
+    }
+
+    #[test]
+    fn respects_migration_limit() {
+        let mut w = World::new(100, 0, 100, 100);
+        // 8 MiB/s · 0.5 s = 4 MiB = 2 pages of 2 MiB.
+        let mut m = Memtis::new(MemtisConfig { migration_limit_mib_per_s: 8.0, ..small(1_000_000) });
+        for p in 0..10 {
+            for _ in 0..2 {
+                w.events.push(HeatEvent::Sample { page: p, write: false });
+            }
+        }
+        let plan = m.decide(&w.snap());
+        assert_eq!(plan.pages(), 2);
+    }
+
+    #[test]
+    fn deterministic() {
+        fn run() -> Vec<Plan> {
+            let mut w = World::new(200, 50, 60, 200);
+            let mut m = Memtis::new(small(500));
+            let mut x: u64 = 3;
+            let mut out = Vec::new();
+            for _ in 0..30 {
+                for _ in 0..300 {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let u = (x >> 33) % 200;
+                    w.events.push(HeatEvent::Sample { page: (u * u / 200) as u32, write: false });
+                }
+                let plan = m.decide(&w.snap());
+                w.apply(&plan);
+                out.push(plan);
+            }
+            out
+        }
+        let a = run();
+        assert_eq!(a, run());
+        assert!(a.iter().any(|p| !p.moves.is_empty()));
+    }
+}

@@ -1,0 +1,638 @@
+//! TPP (Maruf et al., ASPLOS'23) as upstreamed: Linux NUMA balancing in memory-tiering mode
+//! (`kernel.numa_balancing = 2`, v6.3 as in Colloid §2) plus demotion in reclaim.
+//!
+//! * Tracker: NUMA-balancing hint faults. Every scan period the task scanner unmaps
+//!   `scan_size_mb` of the address space; in tiering mode it skips pages already on a top-tier
+//!   node, so only alternate-tier pages fault. A fault carries the time since the unmap
+//!   (the "hint-fault latency").
+//! * Promotion, synchronously on the fault (`should_numa_migrate_memory` →
+//!   `numa_promotion_rate_limit`, kernel/sched/fair.c): the page is a candidate if its fault
+//!   latency is below the hot threshold; candidates are counted; promotion is refused once
+//!   the candidates of the current 1-second window exceed the promote rate limit; and it
+//!   fails if the default tier has no free memory above its high watermark
+//!   (`migrate_balanced_pgdat`), which wakes kswapd.
+//! * Threshold adaptation (`numa_promotion_adjust_threshold`): once per threshold period
+//!   (= `scan_period_ms`), compare the candidates of the period with the rate limit's worth:
+//!   more than 110 % → lower the threshold by one step, less than 90 % → raise it by one step;
+//!   step = 2·hot_threshold/16, within [step, 2·hot_threshold].
+//! * Demotion (kswapd + demotion in `shrink_folio_list`): when free memory in the default
+//!   tier falls below the low watermark, or a promotion failed for lack of room, kswapd
+//!   demotes pages from the tail of the inactive LRU until free memory reaches the promotion
+//!   watermark (`WMARK_PROMO`, tiering mode). We cannot see the access bits that order the
+//!   kernel's LRU (the tracker is hint faults only), so the inactive list is approximated by
+//!   "least recently seen": a page's recency is the last hint fault, access sample or
+//!   promotion we observed for it; ties by page index (initial first-touch order).
+//! * Quantum: 10 ms, to approximate synchronous promotion and asynchronous kswapd.
+//!
+//! Defaults (Linux v6.3): `numa_balancing_scan_size_mb = 256`,
+//! `numa_balancing_scan_period_min_ms = 1000` (kernel/sched/fair.c,
+//! `sysctl_numa_balancing_scan_size`, `sysctl_numa_balancing_scan_period_min`);
+//! `numa_balancing_hot_threshold_ms = 1000` (`MSEC_PER_SEC`,
+//! `sysctl_numa_balancing_hot_threshold`); `numa_balancing_promote_rate_limit_MBps = 65536`
+//! (`sysctl_numa_balancing_promote_rate_limit`); `vm.watermark_scale_factor = 10`
+//! (mm/page_alloc.c); `min_free_kbytes = clamp(sqrt(16·lowmem_kB), 128, 262144)`
+//! (`calculate_min_free_kbytes`); the 16 adjust steps are `NUMA_MIGRATION_ADJUST_STEPS`.
+//! The scan period is fixed at its minimum: the kernel adapts it between 1 s and 60 s by the
+//! share of private/shared faults, which has no meaning for a single-process simulation.
+//! With THP, a scan counts a huge page as its 512 base pages, so the scan always covers
+//! `scan_size_mb` of memory: `scan_pages = scan_size / page_bytes`.
+
+use crate::heat::{capacity_pages, free_pages, ms_to_ns, pages_in, HeatModel, FAST, SLOW};
+use serde::{Deserialize, Serialize};
+use tiermem_core::config::{check_range, invalid, join, Validate};
+use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Result, Snapshot, TierId, TrackerSpec, MIB};
+
+/// `policy = "tpp"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TppConfig {
+    /// How often promotion/kswapd decisions are taken (TPP promotes synchronously on the
+    /// fault; a short quantum approximates that).
+    #[serde(default = "d_quantum_ms")]
+    pub quantum_ms: f64,
+    /// `numa_balancing_scan_size_mb`: memory unmapped per scan.
+    #[serde(default = "d_scan_size_mb")]
+    pub scan_size_mb: u64,
+    /// `numa_balancing_scan_period_min_ms`: time between scans (and the threshold-adaptation
+    /// period).
+    #[serde(default = "d_scan_period_ms")]
+    pub scan_period_ms: f64,
+    /// `numa_balancing_hot_threshold_ms`: a fault latency below this makes a candidate.
+    #[serde(default = "d_hot_threshold_ms")]
+    pub hot_threshold_ms: f64,
+    /// `numa_balancing_promote_rate_limit_MBps` (MiB/s, as the kernel shifts by 20).
+    #[serde(default = "d_rate_limit")]
+    pub promote_rate_limit_mib_per_s: f64,
+    /// Adapt the hot threshold to the rate limit (the kernel always does in tiering mode).
+    #[serde(default = "d_true")]
+    pub adjust_threshold: bool,
+    /// `vm.watermark_scale_factor`, in units of 0.01 %: the gap between watermarks.
+    #[serde(default = "d_wsf")]
+    pub watermark_scale_factor: u32,
+    /// `vm.min_free_kbytes` of the default tier; absent = the kernel's formula for its size.
+    #[serde(default)]
+    pub min_free_kbytes: Option<u64>,
+    /// Page size the scan size is divided by (the tracker is declared before the backend
+    /// reports its page size); `build_for` fills it from the backend. Absent = 2 MiB (THP).
+    #[serde(default)]
+    pub scan_page_bytes: Option<u64>,
+}
+
+fn d_quantum_ms() -> f64 {
+    10.0
+}
+fn d_scan_size_mb() -> u64 {
+    256
+}
+fn d_scan_period_ms() -> f64 {
+    1000.0
+}
+fn d_hot_threshold_ms() -> f64 {
+    1000.0
+}
+fn d_rate_limit() -> f64 {
+    65536.0
+}
+fn d_true() -> bool {
+    true
+}
+fn d_wsf() -> u32 {
+    10
+}
+
+/// The page size assumed for the scan when none is known: 2 MiB (TPP runs with THP, §2).
+pub const DEFAULT_SCAN_PAGE_BYTES: u64 = 2 * MIB;
+
+impl Default for TppConfig {
+    fn default() -> Self {
+        TppConfig {
+            quantum_ms: d_quantum_ms(),
+            scan_size_mb: d_scan_size_mb(),
+            scan_period_ms: d_scan_period_ms(),
+            hot_threshold_ms: d_hot_threshold_ms(),
+            promote_rate_limit_mib_per_s: d_rate_limit(),
+            adjust_threshold: true,
+            watermark_scale_factor: d_wsf(),
+            min_free_kbytes: None,
+            scan_page_bytes: None,
+        }
+    }
+}
+
+impl Validate for TppConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        check_range(&join(p, "quantum_ms"), self.quantum_ms, 0.001, 60_000.0)?;
+        if self.scan_size_mb == 0 {
+            return Err(invalid(&join(p, "scan_size_mb"), "must be at least 1"));
+        }
+        check_range(&join(p, "scan_period_ms"), self.scan_period_ms, 1.0, 3_600_000.0)?;
+        check_range(&join(p, "hot_threshold_ms"), self.hot_threshold_ms, 0.001, 3_600_000.0)?;
+        check_range(&join(p, "promote_rate_limit_mib_per_s"), self.promote_rate_limit_mib_per_s, 0.0, 1e9)?;
+        // The kernel bounds watermark_scale_factor to [1, 3000].
+        check_range(&join(p, "watermark_scale_factor"), self.watermark_scale_factor as f64, 1.0, 3000.0)?;
+        if let Some(b) = self.scan_page_bytes {
+            if b == 0 || !b.is_power_of_two() {
+                return Err(invalid(&join(p, "scan_page_bytes"), format!("{b} is not a power of two")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Default-tier watermarks in pages (mm/page_alloc.c `__setup_per_zone_wmarks`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Watermarks {
+    pub min: u64,
+    pub low: u64,
+    pub high: u64,
+    pub promo: u64,
+}
+
+impl Watermarks {
+    pub fn for_tier(capacity_bytes: u64, page_bytes: u64, scale_factor: u32, min_free_kbytes: Option<u64>) -> Self {
+        let kb = capacity_bytes / 1024;
+        let min_kb = min_free_kbytes.unwrap_or_else(|| (((kb as f64) * 16.0).sqrt() as u64).clamp(128, 262_144));
+        let min_b = min_kb * 1024;
+        let gap_b = (min_b / 4).max(capacity_bytes / 10_000 * scale_factor as u64);
+        let pages = |b: u64| b.div_ceil(page_bytes.max(1));
+        Watermarks { min: pages(min_b), low: pages(min_b + gap_b), high: pages(min_b + 2 * gap_b), promo: pages(min_b + 3 * gap_b) }
+    }
+}
+
+const NEVER: u64 = 0;
+
+/// TPP's tracker state and page finder.
+#[derive(Clone, Debug)]
+pub struct Tpp {
+    pub cfg: TppConfig,
+    /// Last time (ns) we saw the page accessed, faulted or promoted; NEVER = not yet.
+    last_seen_ns: Vec<u64>,
+    /// Access-rate estimate from the last hint fault (1/s): 1 / time-to-fault.
+    rate: Vec<f32>,
+    total_rate: f64,
+    /// The adapted hot threshold (ns).
+    pub threshold_ns: f64,
+    /// Promotion candidates so far, in bytes (`PGPROMOTE_CANDIDATE`).
+    cand_bytes: u64,
+    th_window_start_ns: u64,
+    th_window_cand_bytes: u64,
+    rl_window_start_ns: u64,
+    rl_window_cand_bytes: u64,
+    /// A promotion failed for lack of room: kswapd is awake.
+    kswapd_awake: bool,
+    /// Counters for inspection.
+    pub promotions_refused_rate: u64,
+    pub promotions_failed_room: u64,
+    /// Candidates of this quantum that passed the checks (filled by `ingest`).
+    pending: Vec<PageIdx>,
+}
+
+impl Tpp {
+    pub fn new(cfg: TppConfig) -> Self {
+        let th = cfg.hot_threshold_ms * 1e6;
+        Tpp {
+            cfg,
+            last_seen_ns: Vec::new(),
+            rate: Vec::new(),
+            total_rate: 0.0,
+            threshold_ns: th,
+            cand_bytes: 0,
+            th_window_start_ns: 0,
+            th_window_cand_bytes: 0,
+            rl_window_start_ns: 0,
+            rl_window_cand_bytes: 0,
+            kswapd_awake: false,
+            promotions_refused_rate: 0,
+            promotions_failed_room: 0,
+            pending: Vec::new(),
+        }
+    }
+
+    fn scan_page_bytes(&self) -> u64 {
+        self.cfg.scan_page_bytes.unwrap_or(DEFAULT_SCAN_PAGE_BYTES)
+    }
+
+    fn rate_limit_bytes(&self) -> u64 {
+        (self.cfg.promote_rate_limit_mib_per_s * MIB as f64) as u64
+    }
+
+    fn ensure(&mut self, n: usize) {
+        if self.last_seen_ns.len() < n {
+            self.last_seen_ns.resize(n, NEVER);
+            self.rate.resize(n, 0.0);
+        }
+    }
+
+    fn touch(&mut self, page: usize, now_ns: u64) {
+        // +1 so that a page seen at t = 0 is more recent than one never seen.
+        self.last_seen_ns[page] = now_ns + 1;
+    }
+
+    /// `numa_promotion_adjust_threshold`.
+    fn adjust_threshold(&mut self, now_ns: u64) {
+        if !self.cfg.adjust_threshold || self.cfg.promote_rate_limit_mib_per_s <= 0.0 {
+            return;
+        }
+        let period_ns = ms_to_ns(self.cfg.scan_period_ms);
+        if now_ns.saturating_sub(self.th_window_start_ns) <= period_ns {
+            return;
+        }
+        self.th_window_start_ns = now_ns;
+        let ref_th = self.cfg.hot_threshold_ms * 1e6;
+        let ref_cand = self.rate_limit_bytes() as f64 * self.cfg.scan_period_ms / 1000.0;
+        let diff = (self.cand_bytes - self.th_window_cand_bytes) as f64;
+        let unit = ref_th * 2.0 / 16.0;
+        let mut th = self.threshold_ns;
+        if diff > ref_cand * 11.0 / 10.0 {
+            th = (th - unit).max(unit);
+        } else if diff < ref_cand * 9.0 / 10.0 {
+            th = (th + unit).min(ref_th * 2.0);
+        }
+        self.th_window_cand_bytes = self.cand_bytes;
+        self.threshold_ns = th;
+    }
+
+    /// `numa_promotion_rate_limit`: count the candidate, then refuse once the window's
+    /// candidates reach the limit.
+    fn rate_limited(&mut self, now_ns: u64, bytes: u64) -> bool {
+        self.cand_bytes += bytes;
+        if now_ns.saturating_sub(self.rl_window_start_ns) > 1_000_000_000 {
+            self.rl_window_start_ns = now_ns;
+            self.rl_window_cand_bytes = self.cand_bytes;
+        }
+        self.cand_bytes - self.rl_window_cand_bytes >= self.rate_limit_bytes()
+    }
+
+    /// Default-tier watermarks for this snapshot.
+    pub fn watermarks(&self, snap: &Snapshot<'_>) -> Watermarks {
+        Watermarks::for_tier(
+            capacity_pages(snap, FAST) * snap.page_bytes,
+            snap.page_bytes,
+            self.cfg.watermark_scale_factor,
+            self.cfg.min_free_kbytes,
+        )
+    }
+
+    /// kswapd: demote the least recently seen default-tier pages until `free` reaches the
+    /// promotion watermark.
+    fn kswapd(&mut self, snap: &Snapshot<'_>, free: &mut u64, exclude: &[PageIdx], plan: &mut Plan) {
+        let target = self.watermarks(snap).promo;
+        if *free >= target {
+            return;
+        }
+        let need = (target - *free) as usize;
+        let mut excluded = exclude.to_vec();
+        excluded.sort_unstable();
+        let mut victims: Vec<PageIdx> = self
+            .coldest_pages(snap, FAST, need + excluded.len())
+            .into_iter()
+            .filter(|p| excluded.binary_search(p).is_err())
+            .collect();
+        victims.truncate(need);
+        for p in victims {
+            plan.push(p, SLOW);
+            *free += 1;
+        }
+    }
+}
+
+impl HeatModel for Tpp {
+    fn system(&self) -> &'static str {
+        "tpp"
+    }
+    fn tracker(&self) -> TrackerSpec {
+        let scan_pages = (self.cfg.scan_size_mb * MIB / self.scan_page_bytes()).max(1);
+        // Tiering mode skips top-tier pages: only alternate tiers are scanned.
+        TrackerSpec::HintFault { scan_period_ns: ms_to_ns(self.cfg.scan_period_ms), scan_pages, tiers: (1..8).map(TierId).collect() }
+    }
+    fn quantum_ns(&self) -> u64 {
+        ms_to_ns(self.cfg.quantum_ms)
+    }
+    /// TPP has no per-quantum limit on migrated bytes; promotion is bounded by the promote
+    /// rate limit on candidates, demotion by the watermarks.
+    fn migration_limit_bytes(&self) -> Option<u64> {
+        None
+    }
+    /// Records recency and rate estimates, adapts the threshold, and queues this quantum's
+    /// promotion candidates (alternate-tier faults that pass threshold and rate limit).
+    fn ingest(&mut self, snap: &Snapshot<'_>) {
+        self.ensure(snap.page_count());
+        self.pending.clear();
+        let now = snap.now_ns;
+        for e in snap.events {
+            match *e {
+                HeatEvent::HintFault { page, time_to_fault_ns } => {
+                    let i = page as usize;
+                    if i >= self.last_seen_ns.len() {
+                        continue;
+                    }
+                    self.touch(i, now);
+                    let r = (1e9 / time_to_fault_ns.max(1.0)) as f32;
+                    self.total_rate += r as f64 - self.rate[i] as f64;
+                    self.rate[i] = r;
+                    if snap.placement[i] == FAST {
+                        continue; // only seen when a layer also scans the default tier
+                    }
+                    self.adjust_threshold(now);
+                    if time_to_fault_ns >= self.threshold_ns {
+                        continue;
+                    }
+                    if self.rate_limited(now, snap.page_bytes) {
+                        self.promotions_refused_rate += 1;
+                        continue;
+                    }
+                    self.pending.push(page);
+                }
+                HeatEvent::Sample { page, .. } | HeatEvent::Accessed { page } | HeatEvent::TierFault { page } => {
+                    if (page as usize) < self.last_seen_ns.len() {
+                        self.touch(page as usize, now);
+                    }
+                }
+            }
+        }
+    }
+    fn heat(&self, page: PageIdx) -> f64 {
+        self.rate.get(page as usize).map_or(0.0, |&r| r as f64)
+    }
+    fn total_heat(&self) -> f64 {
+        self.total_rate
+    }
+    /// Hot means "faulted faster than the current threshold" (rate above 1/threshold).
+    fn heat_ceiling(&self) -> f64 {
+        1e9 / self.threshold_ns
+    }
+    fn is_hot(&self, page: PageIdx) -> bool {
+        self.heat(page) > 1e9 / self.threshold_ns
+    }
+    /// The inactive-list approximation: least recently seen first, ties by page index.
+    fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
+        let mut v: Vec<(u64, PageIdx)> =
+            pages_in(snap, tier).map(|p| (self.last_seen_ns.get(p as usize).copied().unwrap_or(NEVER), p)).collect();
+        if n < v.len() {
+            v.select_nth_unstable(n);
+            v.truncate(n);
+        }
+        v.sort_unstable();
+        v.into_iter().map(|(_, p)| p).collect()
+    }
+    /// kswapd alone (no promotions): demote to the promotion watermark if free memory is
+    /// below the low watermark or a promotion failed.
+    fn capacity_moves(&mut self, snap: &Snapshot<'_>) -> Plan {
+        let mut plan = Plan::default();
+        if snap.tiers.len() < 2 {
+            return plan;
+        }
+        let mut free = free_pages(snap, FAST);
+        if free < self.watermarks(snap).low || self.kswapd_awake {
+            self.kswapd(snap, &mut free, &[], &mut plan);
+            self.kswapd_awake = false;
+        }
+        plan
+    }
+}
+
+impl Policy for Tpp {
+    fn name(&self) -> String {
+        "tpp".into()
+    }
+    fn tracker(&self) -> TrackerSpec {
+        HeatModel::tracker(self)
+    }
+    fn quantum_ns(&self) -> u64 {
+        HeatModel::quantum_ns(self)
+    }
+    fn migration_limit_bytes(&self) -> Option<u64> {
+        None
+    }
+    fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
+        self.ingest(snap);
+        let mut plan = Plan::default();
+        if snap.tiers.len() < 2 {
+            return plan;
+        }
+        let wm = self.watermarks(snap);
+        let mut free = free_pages(snap, FAST);
+        // kswapd left awake by the previous quantum, or woken by an allocation below `low`.
+        if free < wm.low || self.kswapd_awake {
+            self.kswapd(snap, &mut free, &[], &mut plan);
+            self.kswapd_awake = false;
+        }
+        // Synchronous promotions, in fault order.
+        let pending = std::mem::take(&mut self.pending);
+        let mut promoted = Vec::new();
+        for &p in &pending {
+            if snap.placement[p as usize] == FAST {
+                continue;
+            }
+            if free > wm.high {
+                plan.push(p, FAST);
+                self.touch(p as usize, snap.now_ns);
+                promoted.push(p);
+                free -= 1;
+            } else {
+                self.promotions_failed_room += 1;
+                self.kswapd_awake = true;
+            }
+        }
+        // A failed promotion woke kswapd, which runs while the quantum's faults continue.
+        if self.kswapd_awake {
+            self.kswapd(snap, &mut free, &promoted, &mut plan);
+            self.kswapd_awake = false;
+        }
+        self.pending = pending;
+        plan
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heat::testutil::{moved_to, World, PAGE};
+
+    fn fault(w: &mut World, page: u32, ms: f64) {
+        w.events.push(HeatEvent::HintFault { page, time_to_fault_ns: ms * 1e6 });
+    }
+
+    #[test]
+    fn defaults_match_the_kernel() {
+        let t = Tpp::new(TppConfig::default());
+        match Policy::tracker(&t) {
+            TrackerSpec::HintFault { scan_period_ns, scan_pages, tiers } => {
+                assert_eq!(scan_period_ns, 1_000_000_000);
+                assert_eq!(scan_pages, 128, "256 MiB of 2 MiB pages");
+                assert!(!tiers.contains(&FAST), "tiering mode does not scan the top tier");
+                assert!(tiers.contains(&SLOW));
+            }
+            other => panic!("{other:?}"),
+        }
+        let t4k = Tpp::new(TppConfig { scan_page_bytes: Some(4096), ..TppConfig::default() });
+        assert!(matches!(Policy::tracker(&t4k), TrackerSpec::HintFault { scan_pages: 65536, .. }));
+        assert_eq!(t.threshold_ns, 1e9);
+        assert_eq!(Policy::quantum_ns(&t), 10_000_000);
+    }
+
+    #[test]
+    fn watermarks_follow_the_kernel_formula() {
+        // 32 GiB: min_free_kbytes = sqrt(32 Mi kB · 16) = 23170 kB; gap = max(min/4, 0.1 %).
+        let wm = Watermarks::for_tier(32 << 30, 4096, 10, None);
+        let min_b = 23170u64 * 1024;
+        let gap_b = (32u64 << 30) / 10_000 * 10;
+        assert_eq!(wm.min, min_b.div_ceil(4096));
+        assert_eq!(wm.low, (min_b + gap_b).div_ceil(4096));
+        assert_eq!(wm.promo, (min_b + 3 * gap_b).div_ceil(4096));
+        assert!(wm.min < wm.low && wm.low < wm.high && wm.high < wm.promo);
+    }
+
+    #[test]
+    fn promotes_only_on_fast_hint_faults() {
+        // Fast tier of 1000 pages, 100 used: plenty of room above the watermarks.
+        let mut w = World::new(200, 100, 1000, 1000);
+        let mut t = Tpp::new(TppConfig::default());
+        fault(&mut w, 150, 50.0); // 50 ms < 1 s: hot
+        fault(&mut w, 151, 2500.0); // 2.5 s: not hot
+        fault(&mut w, 152, 999.0);
+        let plan = t.decide(&w.snap());
+        assert_eq!(moved_to(&plan, FAST), vec![150, 152]);
+        assert!(moved_to(&plan, SLOW).is_empty());
+        assert!(t.is_hot(150) && !t.is_hot(151));
+    }
+
+    #[test]
+    fn demotes_least_recently_seen_under_watermark_pressure() {
+        // Fast tier: 100 pages, all used (free 0 < low). Pages 0..100 in fast; 100.. in slow.
+        let mut w = World::new(200, 100, 100, 200);
+        let mut t = Tpp::new(TppConfig { min_free_kbytes: Some(2 * 1024 * 2), watermark_scale_factor: 200, ..TppConfig::default() });
+        let wm = t.watermarks(&w.snap());
+        // 100 pages · 2 MiB: min = 4 MiB = 2 pages, gap = 2 % = 4 MiB = 2 pages.
+        assert_eq!(wm, Watermarks { min: 2, low: 4, high: 6, promo: 8 });
+        // Pages 0..5 were seen recently (as if promoted earlier); the rest never.
+        for p in 0..5u32 {
+            w.events.push(HeatEvent::Accessed { page: p });
+        }
+        fault(&mut w, 120, 10.0);
+        let plan = t.decide(&w.snap());
+        // kswapd demotes 8 pages (to the promo watermark), skipping the recently seen ones;
+        // then the fault's promotion fits (free 8 > high 6).
+        let demoted = moved_to(&plan, SLOW);
+        assert_eq!(demoted, (5..13).collect::<Vec<_>>());
+        assert_eq!(moved_to(&plan, FAST), vec![120]);
+        // Demotions come first in the plan, so the backend has room for the promotion.
+        assert_eq!(plan.moves.last().unwrap().to, FAST);
+        w.apply(&plan);
+        assert_eq!(free_pages(&w.snap(), FAST), 7);
+    }
+
+    #[test]
+    fn failed_promotion_wakes_kswapd() {
+        // Free = 5: above low (4), not above high (6): promotions fail, kswapd wakes.
+        let mut w = World::new(200, 95, 100, 200);
+        let mut t = Tpp::new(TppConfig { min_free_kbytes: Some(4096), watermark_scale_factor: 200, ..TppConfig::default() });
+        fault(&mut w, 150, 10.0);
+        let plan = t.decide(&w.snap());
+        assert!(moved_to(&plan, FAST).is_empty(), "no room above the high watermark");
+        assert_eq!(moved_to(&plan, SLOW).len(), 3, "kswapd reclaims up to promo (8) from 5");
+        assert_eq!(t.promotions_failed_room, 1);
+        w.apply(&plan);
+        fault(&mut w, 150, 10.0);
+        let plan = t.decide(&w.snap());
+        assert_eq!(moved_to(&plan, FAST), vec![150], "the next fault finds room");
+    }
+
+    #[test]
+    fn rate_limit_caps_candidates_per_second() {
+        let mut w = World::new(400, 0, 1000, 1000);
+        // 10 pages of 2 MiB per second.
+        let mut t = Tpp::new(TppConfig { promote_rate_limit_mib_per_s: 20.0, adjust_threshold: false, ..TppConfig::default() });
+        for p in 0..30 {
+            fault(&mut w, p, 1.0);
+        }
+        let plan = t.decide(&w.snap());
+        // The 10th candidate reaches the limit (the kernel refuses at `>=`).
+        assert_eq!(moved_to(&plan, FAST).len(), 9);
+        assert_eq!(t.promotions_refused_rate, 21);
+        // A new 1-second window admits more.
+        w.apply(&plan);
+        w.now_ns = 2_000_000_000;
+        for p in 100..105 {
+            fault(&mut w, p, 1.0);
+        }
+        assert_eq!(moved_to(&t.decide(&w.snap()), FAST).len(), 5);
+    }
+
+    #[test]
+    fn threshold_adapts_to_the_rate_limit() {
+        let mut w = World::new(4000, 0, 10_000, 10_000);
+        // Limit: 100 MiB/s = 50 pages/s. Offer 200 candidates per period → the threshold
+        // falls one step (2·1 s/16) per period after the first.
+        let mut t = Tpp::new(TppConfig { promote_rate_limit_mib_per_s: 100.0, ..TppConfig::default() });
+        let mut page = 0u32;
+        let mut ths = vec![t.threshold_ns];
+        for k in 1..=4u64 {
+            w.now_ns = k * 1_100_000_000;
+            for _ in 0..200 {
+                fault(&mut w, page, 1.0);
+                page += 1;
+            }
+            let plan = t.decide(&w.snap());
+            w.apply(&plan);
+            ths.push(t.threshold_ns);
+        }
+        let unit = 2e9 / 16.0;
+        // Period 1 has seen no candidates yet (< 90 % of the limit): one step up.
+        assert_eq!(ths[1], 1e9 + unit);
+        assert_eq!(ths[2], 1e9);
+        assert_eq!(ths[3], 1e9 - unit);
+        assert_eq!(ths[4], 1e9 - 2.0 * unit);
+        // With no candidates at all it climbs back, to at most 2× the reference.
+        let mut t2 = Tpp::new(TppConfig::default());
+        let mut w2 = World::new(10, 0, 10, 10);
+        for k in 1..=20u64 {
+            w2.now_ns = k * 1_100_000_000;
+            fault(&mut w2, 0, 5e9); // slow: not a candidate, but the adjustment runs
+            t2.decide(&w2.snap());
+            w2.events.clear();
+        }
+        assert_eq!(t2.threshold_ns, 2e9);
+        // And it never falls below one step.
+        let mut t3 = Tpp::new(TppConfig { promote_rate_limit_mib_per_s: 2.0, ..TppConfig::default() });
+        let mut w3 = World::new(40_000, 0, 100_000, 100_000);
+        let mut page = 0u32;
+        for k in 1..=30u64 {
+            w3.now_ns = k * 1_100_000_000;
+            for _ in 0..100 {
+                fault(&mut w3, page, 0.001);
+                page += 1;
+            }
+            t3.decide(&w3.snap());
+            w3.events.clear();
+        }
+        assert_eq!(t3.threshold_ns, unit);
+        let _ = PAGE;
+    }
+
+    #[test]
+    fn deterministic() {
+        fn run() -> Vec<Plan> {
+            let mut w = World::new(300, 100, 120, 300);
+            let mut t = Tpp::new(TppConfig { min_free_kbytes: Some(4096), watermark_scale_factor: 100, ..TppConfig::default() });
+            let mut x: u64 = 7;
+            let mut plans = Vec::new();
+            for _ in 0..100 {
+                for _ in 0..5 {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let page = ((x >> 33) % 300) as u32;
+                    if w.placement[page as usize] != FAST {
+                        fault(&mut w, page, ((x >> 10) % 2000) as f64);
+                    }
+                }
+                let plan = t.decide(&w.snap());
+                w.apply(&plan);
+                plans.push(plan);
+            }
+            plans
+        }
+        let a = run();
+        assert_eq!(a, run());
+        assert!(a.iter().any(|p| !moved_to(p, SLOW).is_empty()) && a.iter().any(|p| !moved_to(p, FAST).is_empty()));
+    }
+}
