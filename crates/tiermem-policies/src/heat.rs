@@ -63,6 +63,50 @@ pub trait HeatModel: Send {
     }
 }
 
+/// A boxed model is a model (so layers can be generic over `B: HeatModel` and still take
+/// the base chosen by config at run time).
+impl HeatModel for Box<dyn HeatModel> {
+    fn system(&self) -> &'static str {
+        (**self).system()
+    }
+    fn tracker(&self) -> TrackerSpec {
+        (**self).tracker()
+    }
+    fn quantum_ns(&self) -> u64 {
+        (**self).quantum_ns()
+    }
+    fn migration_limit_bytes(&self) -> Option<u64> {
+        (**self).migration_limit_bytes()
+    }
+    fn ingest(&mut self, snap: &Snapshot<'_>) {
+        (**self).ingest(snap)
+    }
+    fn heat(&self, page: PageIdx) -> f64 {
+        (**self).heat(page)
+    }
+    fn total_heat(&self) -> f64 {
+        (**self).total_heat()
+    }
+    fn heat_ceiling(&self) -> f64 {
+        (**self).heat_ceiling()
+    }
+    fn is_hot(&self, page: PageIdx) -> bool {
+        (**self).is_hot(page)
+    }
+    fn access_probability(&self, page: PageIdx) -> f64 {
+        (**self).access_probability(page)
+    }
+    fn pages_by_heat(&self, snap: &Snapshot<'_>, tier: TierId) -> Vec<PageIdx> {
+        (**self).pages_by_heat(snap, tier)
+    }
+    fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
+        (**self).coldest_pages(snap, tier, n)
+    }
+    fn capacity_moves(&mut self, snap: &Snapshot<'_>) -> Plan {
+        (**self).capacity_moves(snap)
+    }
+}
+
 /// Pages that live in `tier` (tier ≥ 1 all count as the alternate tier when `tier == SLOW`).
 pub fn pages_in<'a>(snap: &'a Snapshot<'_>, tier: TierId) -> impl Iterator<Item = PageIdx> + 'a {
     let alt = tier != FAST;
