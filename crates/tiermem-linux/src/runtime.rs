@@ -302,13 +302,11 @@ impl Runtime {
             return Ok(RUNTIME.get().unwrap());
         }
         unsafe { libc::pthread_atfork(Some(atfork_prepare), Some(atfork_parent), Some(atfork_child)) };
-        std::thread::Builder::new().name("tiermem-fault".into()).stack_size(256 << 10).spawn(move || {
-            let _g = crate::InternalGuard::new();
+        spawn_internal(rt, c"tiermem-fault", 256 << 10, |rt| {
             rt.fault_tid.store(sys::gettid(), Ordering::Relaxed);
             rt.fault_loop();
         })?;
-        std::thread::Builder::new().name("tiermem-mgr".into()).stack_size(1 << 20).spawn(move || {
-            let _g = crate::InternalGuard::new();
+        spawn_internal(rt, c"tiermem-mgr", 1 << 20, |rt| {
             rt.manager_tid.store(sys::gettid(), Ordering::Relaxed);
             crate::backend::manager_loop(rt);
         })?;
@@ -1056,6 +1054,38 @@ pub fn report(msg: &str) {
     let _g = crate::InternalGuard::new();
     let line = format!("tiermem[{}]: {msg}\n", std::process::id());
     unsafe { libc::write(2, line.as_ptr() as *const libc::c_void, line.len()) };
+}
+
+/// Start one of tiermem's threads with pthread_create directly, so the thread is marked
+/// internal before any Rust code runs in it (std's thread start frees memory allocated by
+/// the spawning thread; it must go back to the allocator it came from).
+fn spawn_internal(rt: &'static Runtime, name: &'static std::ffi::CStr, stack: usize, f: fn(&'static Runtime)) -> std::io::Result<()> {
+    struct Start {
+        rt: &'static Runtime,
+        f: fn(&'static Runtime),
+    }
+    extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
+        let _g = crate::InternalGuard::new();
+        let s = unsafe { Box::from_raw(arg as *mut Start) };
+        (s.f)(s.rt);
+        std::ptr::null_mut()
+    }
+    let arg = Box::into_raw(Box::new(Start { rt, f })) as *mut libc::c_void;
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut attr);
+        libc::pthread_attr_setstacksize(&mut attr, stack);
+        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+        let mut th: libc::pthread_t = 0;
+        let r = libc::pthread_create(&mut th, &attr, start, arg);
+        libc::pthread_attr_destroy(&mut attr);
+        if r != 0 {
+            drop(Box::from_raw(arg as *mut Start));
+            return Err(std::io::Error::from_raw_os_error(r));
+        }
+        libc::pthread_setname_np(th, name.as_ptr());
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------- fork

@@ -29,6 +29,87 @@ extern "C" {
     fn __libc_memalign(al: size_t, n: size_t) -> *mut c_void;
 }
 
+/// The allocator after us in the lookup order (glibc's, or jemalloc/tcmalloc when the
+/// program links one): resolved lazily; glibc's entry points until then.
+struct Next {
+    malloc: AtomicUsize,
+    free: AtomicUsize,
+    calloc: AtomicUsize,
+    realloc: AtomicUsize,
+    memalign: AtomicUsize,
+    usable: AtomicUsize,
+}
+static NEXT: Next = Next {
+    malloc: AtomicUsize::new(0),
+    free: AtomicUsize::new(0),
+    calloc: AtomicUsize::new(0),
+    realloc: AtomicUsize::new(0),
+    memalign: AtomicUsize::new(0),
+    usable: AtomicUsize::new(0),
+};
+static RESOLVED: AtomicBool = AtomicBool::new(false);
+static RESOLVING: AtomicBool = AtomicBool::new(false);
+
+fn resolve() {
+    if RESOLVED.load(Ordering::Acquire) || RESOLVING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let sym = |n: &std::ffi::CStr, fallback: usize| {
+        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, n.as_ptr()) } as usize;
+        if p == 0 {
+            fallback
+        } else {
+            p
+        }
+    };
+    NEXT.malloc.store(sym(c"malloc", __libc_malloc as *const () as usize), Ordering::Release);
+    NEXT.free.store(sym(c"free", __libc_free as *const () as usize), Ordering::Release);
+    NEXT.calloc.store(sym(c"calloc", __libc_calloc as *const () as usize), Ordering::Release);
+    NEXT.realloc.store(sym(c"realloc", __libc_realloc as *const () as usize), Ordering::Release);
+    NEXT.memalign.store(sym(c"memalign", __libc_memalign as *const () as usize), Ordering::Release);
+    NEXT.usable.store(sym(c"malloc_usable_size", 0), Ordering::Release);
+    RESOLVED.store(true, Ordering::Release);
+}
+
+#[inline]
+fn next(slot: &AtomicUsize) -> usize {
+    if !RESOLVED.load(Ordering::Acquire) {
+        resolve();
+    }
+    slot.load(Ordering::Acquire)
+}
+
+unsafe fn next_malloc(n: size_t) -> *mut c_void {
+    match next(&NEXT.malloc) {
+        0 => unsafe { __libc_malloc(n) },
+        f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(size_t) -> *mut c_void>(f)(n) },
+    }
+}
+unsafe fn next_free(p: *mut c_void) {
+    match next(&NEXT.free) {
+        0 => unsafe { __libc_free(p) },
+        f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void)>(f)(p) },
+    }
+}
+unsafe fn next_calloc(n: size_t, m: size_t) -> *mut c_void {
+    match next(&NEXT.calloc) {
+        0 => unsafe { next_calloc(n, m) },
+        f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(size_t, size_t) -> *mut c_void>(f)(n, m) },
+    }
+}
+unsafe fn next_realloc(p: *mut c_void, n: size_t) -> *mut c_void {
+    match next(&NEXT.realloc) {
+        0 => unsafe { next_realloc(p, n) },
+        f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void, size_t) -> *mut c_void>(f)(p, n) },
+    }
+}
+unsafe fn next_memalign(al: size_t, n: size_t) -> *mut c_void {
+    match next(&NEXT.memalign) {
+        0 => unsafe { next_memalign(al, n) },
+        f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(size_t, size_t) -> *mut c_void>(f)(al, n) },
+    }
+}
+
 static MIN_REGION: AtomicUsize = AtomicUsize::new(usize::MAX);
 static MANAGE_MALLOC: AtomicBool = AtomicBool::new(false);
 static READY: AtomicBool = AtomicBool::new(false);
@@ -77,6 +158,13 @@ extern "C" fn init() {
 extern "C" fn at_exit() {
     if let Some(rt) = runtime::get() {
         let _g = tiermem_linux::InternalGuard::new();
+        // TIERMEM_STATS_OUT=FILE ("%p" = pid): final stats as JSON, for tests and scripts.
+        if let Ok(path) = std::env::var("TIERMEM_STATS_OUT") {
+            let path = path.replace("%p", &std::process::id().to_string());
+            if let Ok(j) = serde_json::to_string_pretty(&rt.stats()) {
+                let _ = std::fs::write(path, j);
+            }
+        }
         rt.stop_publishing();
     }
 }
@@ -101,20 +189,22 @@ fn arena_of(addr: usize) -> (Option<&'static Runtime>, bool) {
     }
 }
 
-static REAL_USABLE: AtomicUsize = AtomicUsize::new(0);
-
-/// glibc's malloc_usable_size (ours shadows it).
+/// The next allocator's malloc_usable_size (ours shadows it).
 unsafe fn real_usable_size(p: *mut c_void) -> size_t {
-    let mut f = REAL_USABLE.load(Ordering::Relaxed);
-    if f == 0 {
-        f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"malloc_usable_size".as_ptr()) } as usize;
-        REAL_USABLE.store(f, Ordering::Relaxed);
+    match next(&NEXT.usable) {
+        0 => 0,
+        f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void) -> size_t>(f)(p) },
     }
-    if f == 0 {
-        return 0;
+}
+
+/// Is `p` a block our malloc handed out? Only when we manage malloc: a program with its own
+/// allocator (jemalloc) has its small objects inside our regions too, and they are its own.
+#[inline]
+fn block_of(p: *mut c_void) -> (Option<&'static Runtime>, bool) {
+    if !MANAGE_MALLOC.load(Ordering::Relaxed) {
+        return (None, false);
     }
-    let f: unsafe extern "C" fn(*mut c_void) -> size_t = unsafe { std::mem::transmute(f) };
-    unsafe { f(p) }
+    arena_of(p as usize)
 }
 
 fn set_errno(e: i32) {
@@ -309,7 +399,7 @@ unsafe fn big_alloc(rt: &Runtime, n: usize) -> *mut c_void {
             }
             (r + PAGE) as *mut c_void
         }
-        None => unsafe { __libc_malloc(n) },
+        None => unsafe { next_malloc(n) },
     }
 }
 
@@ -349,10 +439,16 @@ unsafe fn big_free(rt: Option<&Runtime>, p: *mut c_void) {
 
 #[no_mangle]
 pub unsafe extern "C" fn malloc(n: size_t) -> *mut c_void {
+    if tiermem_linux::in_internal() {
+        // tiermem's own allocations always come from glibc, never from the program's
+        // allocator: jemalloc may hold its locks while calling mmap, which waits for
+        // tiermem's state lock; tiermem must never wait for jemalloc's locks in turn.
+        return unsafe { __libc_malloc(n) };
+    }
     if let Some(rt) = big(n) {
         return unsafe { big_alloc(rt, n) };
     }
-    unsafe { __libc_malloc(n) }
+    unsafe { next_malloc(n) }
 }
 
 #[no_mangle]
@@ -360,10 +456,13 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     if p.is_null() {
         return;
     }
-    if let (rt, true) = arena_of(p as usize) {
+    if tiermem_linux::in_internal() {
+        return unsafe { __libc_free(p) };
+    }
+    if let (rt, true) = block_of(p) {
         return unsafe { big_free(rt, p) };
     }
-    unsafe { __libc_free(p) }
+    unsafe { next_free(p) }
 }
 
 #[no_mangle]
@@ -373,6 +472,9 @@ pub unsafe extern "C" fn cfree(p: *mut c_void) {
 
 #[no_mangle]
 pub unsafe extern "C" fn calloc(n: size_t, m: size_t) -> *mut c_void {
+    if tiermem_linux::in_internal() {
+        return unsafe { __libc_calloc(n, m) };
+    }
     let Some(t) = n.checked_mul(m) else {
         set_errno(libc::ENOMEM);
         return std::ptr::null_mut();
@@ -381,15 +483,18 @@ pub unsafe extern "C" fn calloc(n: size_t, m: size_t) -> *mut c_void {
         // Fresh managed pages read as zero.
         return unsafe { big_alloc(rt, t) };
     }
-    unsafe { __libc_calloc(n, m) }
+    unsafe { next_calloc(n, m) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
+    if tiermem_linux::in_internal() {
+        return unsafe { __libc_realloc(p, n) };
+    }
     if p.is_null() {
         return unsafe { malloc(n) };
     }
-    if let (rt, true) = arena_of(p as usize) {
+    if let (rt, true) = block_of(p) {
         let Some((r, total, used)) = (unsafe { header(p) }) else {
             runtime::report(&format!("realloc({p:p}): not a block tiermem handed out"));
             set_errno(libc::EINVAL);
@@ -431,10 +536,10 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
             return q;
         }
         unsafe { std::ptr::copy_nonoverlapping(p as *const u8, q as *mut u8, old.min(n)) };
-        unsafe { __libc_free(p) };
+        unsafe { next_free(p) };
         return q;
     }
-    unsafe { __libc_realloc(p, n) }
+    unsafe { next_realloc(p, n) }
 }
 
 #[no_mangle]
@@ -450,12 +555,15 @@ pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: size_t, m: size_t) -> *
 
 #[no_mangle]
 pub unsafe extern "C" fn memalign(al: size_t, n: size_t) -> *mut c_void {
+    if tiermem_linux::in_internal() {
+        return unsafe { __libc_memalign(al, n) };
+    }
     if al <= PAGE {
         if let Some(rt) = big(n) {
             return unsafe { big_alloc(rt, n) };
         }
     }
-    unsafe { __libc_memalign(al, n) }
+    unsafe { next_memalign(al, n) }
 }
 
 #[no_mangle]
@@ -491,7 +599,7 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> size_t {
     if p.is_null() {
         return 0;
     }
-    if let (_, true) = arena_of(p as usize) {
+    if let (_, true) = block_of(p) {
         if let Some((_, total, _)) = unsafe { header(p) } {
             return total - PAGE;
         }

@@ -1,0 +1,150 @@
+//! Helpers for the runtime's end-to-end tests: build the preload library and the `tiermem`
+//! binary once, run programs with a timeout, and skip heavy tests when TIERMEM_SKIP_E2E=1.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+/// target/<profile>/ of the running test binary.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+/// Build libtiermem_preload.so and the tiermem binary (same profile as the tests), once.
+pub fn built() -> &'static (PathBuf, PathBuf) {
+    static B: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    B.get_or_init(|| {
+        let dir = profile_dir();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.current_dir(workspace_root()).args(["build", "-q", "-p", "tiermem-preload", "-p", "tiermem-cli"]);
+        if dir.file_name().and_then(|s| s.to_str()) == Some("release") {
+            cmd.arg("--release");
+        }
+        let st = cmd.status().expect("running cargo build for the preload library");
+        assert!(st.success(), "cargo build -p tiermem-preload -p tiermem-cli failed");
+        let so = dir.join("libtiermem_preload.so");
+        let bin = dir.join("tiermem");
+        assert!(so.is_file(), "{} missing after build", so.display());
+        assert!(bin.is_file(), "{} missing after build", bin.display());
+        (so, bin)
+    })
+}
+
+pub fn tiermem() -> &'static Path {
+    &built().1
+}
+
+pub fn stress_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tiermem-stress"))
+}
+
+/// True (and prints why) when heavy end-to-end tests are to be skipped.
+pub fn skip_e2e(name: &str) -> bool {
+    if std::env::var("TIERMEM_SKIP_E2E").map(|v| v == "1").unwrap_or(false) {
+        eprintln!("skipping {name}: TIERMEM_SKIP_E2E=1");
+        return true;
+    }
+    false
+}
+
+/// Panic with the apt package to install when a program is missing.
+pub fn require(program: &str, package: &str) {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+        .unwrap_or(false);
+    assert!(found, "`{program}` is not installed: apt-get install {package} (listed in scripts/apt-packages.txt)");
+}
+
+/// Wait for a child we started, killing it (by its PID) after `secs`.
+pub fn wait_timeout(mut child: Child, secs: u64, what: &str) -> Output {
+    let t0 = Instant::now();
+    loop {
+        match child.try_wait().unwrap() {
+            Some(_) => return child.wait_with_output().unwrap(),
+            None if t0.elapsed() > Duration::from_secs(secs) => {
+                let _ = child.kill();
+                let out = child.wait_with_output().unwrap();
+                panic!(
+                    "{what}: timed out after {secs}s\nstdout: {}\nstderr: {}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+pub fn run(mut cmd: Command, stdin: Option<&[u8]>, secs: u64, what: &str) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    if let Some(data) = stdin {
+        let mut si = child.stdin.take().unwrap();
+        let data = data.to_vec();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = si.write_all(&data);
+        });
+    }
+    wait_timeout(child, secs, what)
+}
+
+/// `tiermem run --dram-budget BUDGET -- argv...` with final stats written to a temp file.
+pub fn tiered(budget: &str, argv: &[&str]) -> (Command, PathBuf) {
+    let stats = std::env::temp_dir().join(format!("tiermem-test-{}-{}.json", std::process::id(), unique()));
+    let mut cmd = Command::new(tiermem());
+    cmd.args(["run", "--dram-budget", budget, "--"]).args(argv).env("TIERMEM_STATS_OUT", &stats);
+    (cmd, stats)
+}
+
+pub fn plain(argv: &[&str]) -> Command {
+    let mut c = Command::new(argv[0]);
+    c.args(&argv[1..]);
+    c
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Final stats of a tiered run (written at the program's exit).
+pub fn final_stats(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("no final stats at {}: {e}", path.display()));
+    let _ = std::fs::remove_file(path);
+    serde_json::from_str(&text).unwrap()
+}
+
+pub fn tier_faults(s: &serde_json::Value) -> u64 {
+    s["tiers"].as_array().unwrap().iter().map(|t| t["faults"].as_u64().unwrap()).sum()
+}
+
+pub fn migrations_in(s: &serde_json::Value) -> u64 {
+    s["tiers"].as_array().unwrap().iter().map(|t| t["migrations_in"].as_u64().unwrap()).sum()
+}
+
+pub fn ok(o: &Output, what: &str) -> String {
+    assert!(
+        o.status.success(),
+        "{what} failed: {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Heavy tests take this lock so they do not compete for the machine's two cores.
+pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    M.lock().unwrap_or_else(|p| p.into_inner())
+}

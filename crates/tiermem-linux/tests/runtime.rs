@@ -1,0 +1,154 @@
+//! The runtime under our own stress program, and `tiermem run`'s process behaviour.
+
+mod common;
+use common::*;
+use std::process::Command;
+
+fn stress(budget: &str, args: &[&str], secs: u64) -> (String, serde_json::Value) {
+    let bin = stress_bin();
+    let mut argv = vec![bin.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    let (cmd, stats) = tiered(budget, &argv);
+    let out = run(cmd, None, secs, "tiermem-stress");
+    let text = ok(&out, "tiermem-stress");
+    assert!(text.contains("mismatches=0"), "{text}");
+    (text, final_stats(&stats))
+}
+
+/// Threads + fork + mremap + DONTNEED + random reads/writes under a 25 % budget.
+#[test]
+fn stress_short_zero_mismatches() {
+    let _h = heavy();
+    let (text, s) = stress("25%", &["--mb", "16", "--threads", "4", "--seconds", "4", "--forks", "2"], 120);
+    eprintln!("{text}");
+    let faults = tier_faults(&s);
+    assert!(faults > 5_000, "expected many tier faults, got {faults}: {s}");
+    assert!(s["forks"].as_u64().unwrap() >= 2, "{s}");
+}
+
+/// The done-when bar: >= 1 M fault/evict cycles with zero mismatches.
+#[test]
+fn stress_million_fault_evict_cycles() {
+    if skip_e2e("stress_million_fault_evict_cycles") {
+        return;
+    }
+    let _h = heavy();
+    let (text, s) = stress(
+        "10%",
+        &["--mb", "32", "--threads", "4", "--seconds", "60", "--forks", "3", "--target-faults", "1000000", "--write-pct", "40"],
+        600,
+    );
+    eprintln!("{text}");
+    let faults = tier_faults(&s);
+    let evictions = migrations_in(&s);
+    assert!(faults >= 1_000_000 && evictions >= 1_000_000, "faults {faults}, evictions {evictions}: {s}");
+}
+
+#[test]
+fn program_not_found_exits_127() {
+    let out = run(
+        {
+            let mut c = Command::new(tiermem());
+            c.args(["run", "--", "/nonexistent/program-xyz"]);
+            c
+        },
+        None,
+        30,
+        "tiermem run missing",
+    );
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not found"));
+}
+
+#[test]
+fn exit_status_and_output_pass_through() {
+    let (cmd, _) = tiered("1M", &["sh", "-c", "echo out; echo err >&2; exit 7"]);
+    let out = run(cmd, None, 30, "sh under tiermem");
+    assert_eq!(out.status.code(), Some(7));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
+}
+
+#[test]
+fn killed_by_signal_passes_through() {
+    use std::os::unix::process::ExitStatusExt;
+    let (cmd, _) = tiered("1M", &["sh", "-c", "kill -TERM $$"]);
+    let out = run(cmd, None, 30, "sh kill");
+    assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{out:?}");
+}
+
+#[test]
+fn bad_config_names_the_field_path() {
+    let dir = std::env::temp_dir().join(format!("tiermem-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.toml");
+    std::fs::write(&f, "[runtime]\ndram_budget = \"50%\"\n[[runtime.tiers]]\ncodec = \"lz4\"\nalocator = \"zbud\"\n").unwrap();
+    let out = run(
+        {
+            let mut c = Command::new(tiermem());
+            c.args(["run", "--config", f.to_str().unwrap(), "--", "true"]);
+            c
+        },
+        None,
+        30,
+        "bad config",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("runtime.tiers[0]") && err.contains("alocator"), "{err}");
+    let out = run(
+        {
+            let mut c = Command::new(tiermem());
+            c.args(["run", "--dram-budget", "lots", "--", "true"]);
+            c
+        },
+        None,
+        30,
+        "bad budget",
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+/// A program that maps a large region and never touches it, and one that exits at once.
+#[test]
+fn untouched_memory_and_quick_exit() {
+    let (cmd, stats) = tiered("1M", &["python3", "-c", "import mmap; m = mmap.mmap(-1, 256 << 20); print('ok')"]);
+    let out = run(cmd, None, 60, "untouched");
+    assert_eq!(ok(&out, "untouched"), "ok\n");
+    let s = final_stats(&stats);
+    assert!(s["managed_bytes"].as_u64().unwrap() >= 256 << 20, "{s}");
+    assert_eq!(s["resident_bytes"].as_u64().unwrap(), 0, "{s}");
+}
+
+/// Without userfaultfd permission: one line naming the setting and the fix, exit 2.
+#[test]
+fn no_userfaultfd_permission_is_one_clear_line() {
+    let setting = std::fs::read_to_string("/proc/sys/vm/unprivileged_userfaultfd").unwrap_or_default();
+    if setting.trim() != "0" || unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping: needs root and vm.unprivileged_userfaultfd=0 to drop to an unprivileged user");
+        return;
+    }
+    let bin = tiermem();
+    if !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipping: setpriv (util-linux) not installed");
+        return;
+    }
+    let out = run(
+        {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]).arg(bin).args(["run", "--", "true"]);
+            c
+        },
+        None,
+        30,
+        "unprivileged",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("Permission denied") && !err.contains("userfaultfd") {
+        eprintln!("skipping: user 65534 cannot execute {}: {err}", bin.display());
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(err.contains("vm.unprivileged_userfaultfd") && err.lines().count() == 1, "{err}");
+}
+use std::path::Path;
