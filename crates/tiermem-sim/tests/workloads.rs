@@ -125,7 +125,7 @@ fn binary_round_trip_exact() {
         (0x1000, RecordKind::Store),
         (0x7fff_ffff_f000, RecordKind::Modify),
         (3, RecordKind::Load),
-        (0xffff_ffff_ffff_f, RecordKind::Store),
+        (0x000f_ffff_ffff_ffff, RecordKind::Store),
         (0, RecordKind::Load),
     ];
     let mut w = trace::BinaryWriter::create(&path, 4096).unwrap();

@@ -273,5 +273,16 @@ mod tests {
         let ns = t.elapsed().as_nanos() as f64 / n as f64;
         std::hint::black_box(acc);
         println!("GUPS next() with write draw: {ns:.2} ns/op");
+        // As the backend calls it: through Box<dyn Workload> (no inlining).
+        s.write_fraction = 1.0;
+        let mut g: Box<dyn Workload> = Box::new(Gups::new(&s));
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            let a = std::hint::black_box(&mut g).next(&mut rng);
+            acc = acc.wrapping_add(a.page as u64 + a.write as u64);
+        }
+        let ns = t.elapsed().as_nanos() as f64 / n as f64;
+        std::hint::black_box(acc);
+        println!("GUPS next() through Box<dyn Workload>: {ns:.2} ns/op");
     }
 }

@@ -121,3 +121,86 @@ impl WriteDraw {
 pub(crate) fn lines_for(bytes: u64) -> u32 {
     bytes.div_ceil(tiermem_core::CACHELINE_BYTES).max(1) as u32
 }
+
+/// Walker's alias method (Vose's construction, Vose 1991): an exact O(1) sampler of a
+/// fixed discrete distribution. One draw picks a column uniformly, a second keeps it or
+/// takes its alias. Exact up to the f64 rounding of the probabilities and the 2^-64
+/// resolution of the thresholds. Built once per distribution (never per draw).
+pub(crate) struct AliasTable {
+    cols: Vec<AliasCol>,
+}
+
+#[derive(Clone, Copy)]
+struct AliasCol {
+    keep_below: u64,
+    alias: u32,
+}
+
+impl AliasTable {
+    /// `weights` need not be normalised; all must be finite and ≥ 0 with a positive sum.
+    pub(crate) fn new(weights: &[f64]) -> AliasTable {
+        let n = weights.len();
+        assert!(n > 0 && n < u32::MAX as usize, "alias table over {n} outcomes");
+        let sum: f64 = weights.iter().sum();
+        assert!(sum > 0.0 && sum.is_finite(), "alias table weights sum to {sum}");
+        let mut scaled: Vec<f64> = weights.iter().map(|w| w * n as f64 / sum).collect();
+        let mut cols = vec![AliasCol { keep_below: u64::MAX, alias: 0 }; n];
+        let (mut small, mut large): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+        for (i, &s) in scaled.iter().enumerate() {
+            cols[i].alias = i as u32;
+            if s < 1.0 {
+                small.push(i as u32);
+            } else {
+                large.push(i as u32);
+            }
+        }
+        while let (Some(&s), Some(&l)) = (small.last(), large.last()) {
+            small.pop();
+            large.pop();
+            cols[s as usize] = AliasCol { keep_below: threshold(scaled[s as usize]), alias: l };
+            scaled[l as usize] = (scaled[l as usize] + scaled[s as usize]) - 1.0;
+            if scaled[l as usize] < 1.0 {
+                small.push(l);
+            } else {
+                large.push(l);
+            }
+        }
+        // Leftovers (exactly 1 up to rounding) keep their own column.
+        AliasTable { cols }
+    }
+
+    #[inline(always)]
+    pub(crate) fn sample(&self, rng: &mut SmallRng) -> u32 {
+        let i = index_from(rng.next_u64(), self.cols.len() as u32);
+        let c = self.cols[i as usize];
+        if rng.next_u64() < c.keep_below {
+            i
+        } else {
+            c.alias
+        }
+    }
+}
+
+#[cfg(test)]
+mod alias_tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn alias_matches_weights() {
+        let w = [0.5, 0.0, 3.0, 1.5, 5.0];
+        let t = AliasTable::new(&w);
+        let mut rng = SmallRng::seed_from_u64(1);
+        let n = 1_000_000;
+        let mut c = [0u32; 5];
+        for _ in 0..n {
+            c[t.sample(&mut rng) as usize] += 1;
+        }
+        assert_eq!(c[1], 0);
+        for i in 0..5 {
+            let p = w[i] / 10.0;
+            let sd = (p * (1.0 - p) / n as f64).sqrt();
+            assert!((c[i] as f64 / n as f64 - p).abs() <= 5.0 * sd + 1e-12, "{i}: {c:?}");
+        }
+    }
+}

@@ -172,7 +172,7 @@ pub fn parse_lackey_line(line: &[u8]) -> std::result::Result<Option<(RecordKind,
         b'M' => Some(RecordKind::Modify),
         _ => return Err("unknown record kind (expected I, L, S or M)"),
     };
-    if rest.first().is_none_or(|c| *c != b' ') {
+    if !matches!(rest.first(), Some(b' ')) {
         return Err("expected a space after the record kind");
     }
     let rest = trim_start(rest);
@@ -368,9 +368,9 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
 
 fn read_header_from(src: &mut Src, p: &str) -> Result<TraceHeader> {
     let mut head = [0u8; HEADER_BYTES as usize];
-    for i in 0..HEADER_BYTES as usize {
+    for (i, h) in head.iter_mut().enumerate() {
         match src.byte().map_err(|e| Error::io(p, e))? {
-            Some(b) => head[i] = b,
+            Some(b) => *h = b,
             None => return Err(trace_err(format!("{p}: truncated header at byte offset {i}: the header is {HEADER_BYTES} bytes"))),
         }
     }
@@ -571,7 +571,7 @@ impl TraceReplay {
             }
             TraceFormat::Binary => {
                 let h = read_header(path)?;
-                if page_bytes < h.page_bytes || page_bytes % h.page_bytes != 0 {
+                if page_bytes < h.page_bytes || page_bytes & (h.page_bytes - 1) != 0 {
                     return Err(Error::config(format!(
                         "{p} was compacted at {}-byte pages; machine.page_size ({page_bytes}) must be a multiple of that (or convert the lackey trace again with --page-size)",
                         h.page_bytes
