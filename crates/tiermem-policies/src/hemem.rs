@@ -251,7 +251,11 @@ impl Hemem {
         let mut budget = Budget::new(HeatModel::migration_limit_bytes(self), snap.page_bytes);
         let mut free = free_pages(snap, FAST);
         let hot_alt = self.list(snap, SLOW, true);
-        let cold_fast = self.list(snap, FAST, false);
+        if hot_alt.is_empty() {
+            return plan;
+        }
+        // The cold list is only walked when the free pages do not suffice.
+        let cold_fast = if (hot_alt.len() as u64) > free { self.list(snap, FAST, false) } else { Vec::new() };
         let mut victims = cold_fast.into_iter();
         for p in hot_alt {
             if free > 0 {

@@ -11,6 +11,9 @@
 //!   the candidates of the current 1-second window exceed the promote rate limit; and it
 //!   fails if the default tier has no free memory above its high watermark
 //!   (`migrate_balanced_pgdat`), which wakes kswapd.
+//! * While the default tier has plenty of free memory (`pgdat_free_space_enough`: free
+//!   above the promotion watermark plus max(1 GiB, 1/16 of the tier)), every alternate-tier
+//!   fault promotes, without threshold or rate limit, and the threshold resets to its default.
 //! * Threshold adaptation (`numa_promotion_adjust_threshold`): once per threshold period
 //!   (= `scan_period_ms`), compare the candidates of the period with the rate limit's worth:
 //!   more than 110 % → lower the threshold by one step, less than 90 % → raise it by one step;
@@ -319,6 +322,13 @@ impl HeatModel for Tpp {
         self.ensure(snap.page_count());
         self.pending.clear();
         let now = snap.now_ns;
+        let two_tiers = snap.tiers.len() >= 2;
+        let (free0, enough) = if two_tiers {
+            let gib_pages = (1u64 << 30).div_ceil(snap.page_bytes.max(1));
+            (free_pages(snap, FAST), self.watermarks(snap).promo + gib_pages.max(capacity_pages(snap, FAST) / 16))
+        } else {
+            (0, u64::MAX)
+        };
         for e in snap.events {
             match *e {
                 HeatEvent::HintFault { page, time_to_fault_ns } => {
@@ -332,6 +342,12 @@ impl HeatModel for Tpp {
                     self.rate[i] = r;
                     if snap.placement[i] == FAST {
                         continue; // only seen when a layer also scans the default tier
+                    }
+                    // `pgdat_free_space_enough`: promote regardless, reset the threshold.
+                    if free0.saturating_sub(self.pending.len() as u64) > enough {
+                        self.threshold_ns = self.cfg.hot_threshold_ms * 1e6;
+                        self.pending.push(page);
+                        continue;
                     }
                     self.adjust_threshold(now);
                     if time_to_fault_ns >= self.threshold_ns {
@@ -484,17 +500,29 @@ mod tests {
     }
 
     #[test]
-    fn promotes_only_on_fast_hint_faults() {
-        // Fast tier of 1000 pages, 100 used: plenty of room above the watermarks.
+    fn promotes_anything_while_the_default_tier_is_roomy() {
+        // 1000-page (2000 MiB) tier, 100 used: free 900 > promo + 1 GiB (512 pages).
         let mut w = World::new(200, 100, 1000, 1000);
         let mut t = Tpp::new(TppConfig::default());
-        fault(&mut w, 150, 50.0); // 50 ms < 1 s: hot
-        fault(&mut w, 151, 2500.0); // 2.5 s: not hot
-        fault(&mut w, 152, 999.0);
+        t.threshold_ns = 0.5e9;
+        fault(&mut w, 150, 5000.0);
         let plan = t.decide(&w.snap());
-        assert_eq!(moved_to(&plan, FAST), vec![150, 152]);
+        assert_eq!(moved_to(&plan, FAST), vec![150]);
+        assert_eq!(t.threshold_ns, 1e9, "the threshold resets to the default");
+    }
+
+    #[test]
+    fn promotes_only_on_fast_hint_faults() {
+        // 1600-page tier with 100 free: room above the watermarks, but not "enough" (512).
+        let mut w = World::new(2000, 1500, 1600, 2000);
+        let mut t = Tpp::new(TppConfig::default());
+        fault(&mut w, 1550, 50.0); // 50 ms < 1 s: hot
+        fault(&mut w, 1551, 2500.0); // 2.5 s: not hot
+        fault(&mut w, 1552, 999.0);
+        let plan = t.decide(&w.snap());
+        assert_eq!(moved_to(&plan, FAST), vec![1550, 1552]);
         assert!(moved_to(&plan, SLOW).is_empty());
-        assert!(t.is_hot(150) && !t.is_hot(151));
+        assert!(t.is_hot(1550) && !t.is_hot(1551));
     }
 
     #[test]
@@ -540,10 +568,11 @@ mod tests {
 
     #[test]
     fn rate_limit_caps_candidates_per_second() {
-        let mut w = World::new(400, 0, 1000, 1000);
+        // 100 free pages: below "enough" (512), so the rate limit applies.
+        let mut w = World::new(2000, 1400, 1500, 2000);
         // 10 pages of 2 MiB per second.
         let mut t = Tpp::new(TppConfig { promote_rate_limit_mib_per_s: 20.0, adjust_threshold: false, ..TppConfig::default() });
-        for p in 0..30 {
+        for p in 1500..1530 {
             fault(&mut w, p, 1.0);
         }
         let plan = t.decide(&w.snap());
@@ -553,7 +582,7 @@ mod tests {
         // A new 1-second window admits more.
         w.apply(&plan);
         w.now_ns = 2_000_000_000;
-        for p in 100..105 {
+        for p in 1600..1605 {
             fault(&mut w, p, 1.0);
         }
         assert_eq!(moved_to(&t.decide(&w.snap()), FAST).len(), 5);
@@ -561,11 +590,12 @@ mod tests {
 
     #[test]
     fn threshold_adapts_to_the_rate_limit() {
-        let mut w = World::new(4000, 0, 10_000, 10_000);
+        // 200 free pages of 10 000: below "enough" (625 + promo).
+        let mut w = World::new(12_000, 9_800, 10_000, 12_000);
         // Limit: 100 MiB/s = 50 pages/s. Offer 200 candidates per period → the threshold
         // falls one step (2·1 s/16) per period after the first.
         let mut t = Tpp::new(TppConfig { promote_rate_limit_mib_per_s: 100.0, ..TppConfig::default() });
-        let mut page = 0u32;
+        let mut page = 10_000u32;
         let mut ths = vec![t.threshold_ns];
         for k in 1..=4u64 {
             w.now_ns = k * 1_100_000_000;
@@ -595,8 +625,8 @@ mod tests {
         assert_eq!(t2.threshold_ns, 2e9);
         // And it never falls below one step.
         let mut t3 = Tpp::new(TppConfig { promote_rate_limit_mib_per_s: 2.0, ..TppConfig::default() });
-        let mut w3 = World::new(40_000, 0, 100_000, 100_000);
-        let mut page = 0u32;
+        let mut w3 = World::new(103_000, 99_000, 100_000, 103_000);
+        let mut page = 99_500u32;
         for k in 1..=30u64 {
             w3.now_ns = k * 1_100_000_000;
             for _ in 0..100 {
