@@ -19,6 +19,9 @@ pub enum TrackerSpec {
     /// Access-bit scanning (ICS'18): every `scan_period_ns` each page reports whether it was
     /// touched since the previous scan, and the bit is cleared.
     AccessBit { scan_period_ns: u64 },
+    /// Several trackers at once, their events merged (e.g. TPP: hint faults for promotion
+    /// plus the LRU's access-bit aging that orders kswapd's demotions).
+    Combined(Vec<TrackerSpec>),
     /// No heat information (static placements).
     None,
 }

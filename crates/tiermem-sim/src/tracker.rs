@@ -59,6 +59,7 @@ pub enum SimTracker {
     Pebs(Pebs),
     HintFaults(HintFaults),
     AccessBits(AccessBits),
+    Combined(Vec<SimTracker>),
 }
 
 impl SimTracker {
@@ -67,6 +68,9 @@ impl SimTracker {
     pub fn new(spec: &TrackerSpec, pages: usize, accesses_per_sample: f64, scale: f64) -> SimTracker {
         match spec {
             TrackerSpec::None => SimTracker::None,
+            TrackerSpec::Combined(specs) => {
+                SimTracker::Combined(specs.iter().map(|s| SimTracker::new(s, pages, accesses_per_sample, scale)).collect())
+            }
             TrackerSpec::Pebs { sample_period } => SimTracker::Pebs(Pebs {
                 period: (*sample_period as f64 / scale).max(1.0),
                 per_access: accesses_per_sample,
@@ -119,6 +123,11 @@ impl SimTracker {
                     a.touched[page as usize] = true;
                 }
             }
+            SimTracker::Combined(ts) => {
+                for t in ts {
+                    t.on_access(page, write, now_ns, exact);
+                }
+            }
         }
     }
 
@@ -128,12 +137,17 @@ impl SimTracker {
             SimTracker::None | SimTracker::Pebs(_) => {}
             SimTracker::HintFaults(h) => h.on_epoch(ctx),
             SimTracker::AccessBits(a) => a.on_epoch(ctx),
+            SimTracker::Combined(ts) => ts.iter_mut().for_each(|t| t.on_epoch(ctx)),
         }
     }
 
     pub fn drain(&mut self, out: &mut Vec<HeatEvent>) {
         let pending = match self {
             SimTracker::None => return,
+            SimTracker::Combined(ts) => {
+                ts.iter_mut().for_each(|t| t.drain(out));
+                return;
+            }
             SimTracker::Pebs(p) => &mut p.pending,
             SimTracker::HintFaults(h) => &mut h.pending,
             SimTracker::AccessBits(a) => &mut a.pending,
