@@ -600,6 +600,25 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_round_trips_through_toml() {
+        let examples = [
+            "kind = \"gups\"\nworking_set = \"72G\"\nhot_set = \"24G\"\nhot_set_move_at_s = 100\n[[workload.phases]]\nat_s = 5\nhot_probability = 0.5",
+            "kind = \"kv\"\nkeys = 10000000\nvalue_size = \"1K\"\nmix = \"D\"\ndistribution = \"zipf\"\nmax_keys = 12000000",
+            "kind = \"kv\"\nkeys = 1000\nvalue_size = 100\nmix = \"C\"\ndistribution = \"gaussian\"\ngaussian_stddev = 0.1\nscramble = true",
+            "kind = \"stream\"\nworking_set = \"8G\"\nobject_size = 256\nwrite_fraction = 0.5",
+            "kind = \"random\"\nworking_set = 5368709120",
+            "kind = \"trace\"\npath = \"traces/app.tmt\"\nloop = true",
+        ];
+        for e in examples {
+            let w = parse(&format!("[workload]\n{e}\n")).unwrap();
+            let v = toml::Value::try_from(&w).unwrap();
+            assert_eq!(WorkloadConfig::from_value(v).unwrap(), w, "{e}");
+            let json = serde_json::to_string(&w).unwrap();
+            assert!(json.contains(&format!("\"kind\":\"{}\"", w.kind())), "{json}");
+        }
+    }
+
+    #[test]
     fn scaled_build_keeps_ratios() {
         let w = parse("[workload]\nkind = \"gups\"\nworking_set = \"72G\"\nhot_set = \"24G\"\n").unwrap();
         let full = build(&w, 2 << 20, 1.0, 7).unwrap();
