@@ -75,6 +75,9 @@ pub enum WorkloadConfig {
 }
 
 /// One entry of a phase schedule: from `at_s` on, these fields differ from the base.
+/// (Not `deny_unknown_fields`: `changes` takes every other key by design. The merged
+/// config of each phase is decoded as strictly as the base, so a misspelt field is still
+/// an error naming `workload.phases[i]` and the field.)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PhaseConfig {
     /// Virtual time (s) at which the change takes effect.

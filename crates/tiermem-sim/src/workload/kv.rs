@@ -30,7 +30,7 @@
 //! distribution (D reads the latest records): they return `None`.
 //!
 //! Sampling is exact and O(1): the pmf above is computed once in f64 and drawn from with
-//! Walker's alias method ([`super::AliasTable`]) — over pages for A/B/C/F (so `next()`
+//! Walker's alias method (`AliasTable` in `workload/mod.rs`) — over pages for A/B/C/F (so `next()`
 //! draws from exactly `probabilities()`), over key ranks for D/E. We measured
 //! `rand_distr::Zipf` (0.4, a rejection sampler with `powf`s per draw) at ~200 ns per
 //! operation here against a few ns for the alias table; both are exact, and the tests

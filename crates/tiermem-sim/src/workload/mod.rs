@@ -5,6 +5,11 @@
 //! probabilities, which the machine uses for per-tier access mass and which trackers
 //! use to draw time-to-fault exactly; ordered streams (traces, streaming) return `None`
 //! and are simulated access by access.
+//!
+//! Kinds (`[workload] kind = ...`, see [`config`] for every field and an example of each):
+//! `gups` ([`gups`], Colloid §2.1), `kv` ([`kv`], YCSB A–F with Zipf/Gaussian keys),
+//! `stream` ([`stream`]), `random` ([`random`], XSBench-like), `trace` ([`trace`],
+//! valgrind lackey or tiermem binary traces); any kind takes a `phases` schedule.
 
 use rand::rngs::SmallRng;
 use rand::RngCore;
