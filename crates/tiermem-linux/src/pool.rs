@@ -16,7 +16,10 @@
 use crate::sys;
 use serde::{Deserialize, Serialize};
 
-const SLAB_BYTES: usize = 256 * 1024;
+/// Slabs are carved from large NORESERVE chunks (few mappings; physical memory only for
+/// the slab pages actually written).
+const SLAB_BYTES: usize = 16 * 1024;
+const CHUNK_BYTES: usize = 64 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -70,16 +73,29 @@ pub struct Pool {
     /// Bytes of slabs taken from the kernel.
     pub pool_bytes: u64,
     pub objects: u64,
+    chunks: Vec<usize>,
+    chunk_used: usize,
 }
 
 impl Pool {
+    fn new_slab(&mut self) -> Option<usize> {
+        if self.chunks.is_empty() || self.chunk_used + SLAB_BYTES > CHUNK_BYTES {
+            self.chunks.push(sys::map_anon(CHUNK_BYTES).ok()?);
+            self.chunk_used = 0;
+        }
+        let s = *self.chunks.last().unwrap() + self.chunk_used;
+        self.chunk_used += SLAB_BYTES;
+        self.pool_bytes += SLAB_BYTES as u64;
+        Some(s)
+    }
+
     pub fn new(kind: AllocatorKind) -> Pool {
         let classes = kind
             .classes()
             .into_iter()
             .map(|slot| Class { slot, per_slab: SLAB_BYTES / slot, slabs: Vec::new(), free: Vec::new(), next_fresh: 0 })
             .collect();
-        Pool { kind, classes, stored_bytes: 0, pool_bytes: 0, objects: 0 }
+        Pool { kind, classes, stored_bytes: 0, pool_bytes: 0, objects: 0, chunks: Vec::new(), chunk_used: 0 }
     }
 
     fn class_for(&self, len: usize) -> Option<usize> {
@@ -97,11 +113,10 @@ impl Pool {
         let slot = match self.classes[ci].free.pop() {
             Some(s) => s,
             None => {
-                let c = &mut self.classes[ci];
+                let c = &self.classes[ci];
                 if c.next_fresh as usize == c.slabs.len() * c.per_slab {
-                    let slab = sys::map_anon(SLAB_BYTES).ok()?;
-                    c.slabs.push(slab);
-                    self.pool_bytes += SLAB_BYTES as u64;
+                    let slab = self.new_slab()?;
+                    self.classes[ci].slabs.push(slab);
                 }
                 let c = &mut self.classes[ci];
                 c.next_fresh += 1;
@@ -132,10 +147,8 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        for c in &self.classes {
-            for &s in &c.slabs {
-                unsafe { sys::munmap(s, SLAB_BYTES) };
-            }
+        for &c in &self.chunks {
+            unsafe { sys::munmap(c, CHUNK_BYTES) };
         }
     }
 }
@@ -170,7 +183,7 @@ mod tests {
         for _ in 0..256 {
             p.store(&[7u8; 100]).unwrap();
         }
-        // 256 objects of 100 B in 2048-B slots: 128 pages' worth = 512 KiB, one slab per 256 KiB.
-        assert_eq!(p.pool_bytes, 2 * 256 * 1024);
+        // 256 objects of 100 B in 2048-B slots: 128 pages' worth = 512 KiB.
+        assert_eq!(p.pool_bytes, 512 * 1024);
     }
 }

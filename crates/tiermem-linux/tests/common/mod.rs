@@ -63,24 +63,35 @@ pub fn require(program: &str, package: &str) {
     assert!(found, "`{program}` is not installed: apt-get install {package} (listed in scripts/apt-packages.txt)");
 }
 
-/// Wait for a child we started, killing it (by its PID) after `secs`.
+/// Wait for a child we started, killing it (by its PID) after `secs`. Its stdout and stderr
+/// (if piped) are drained while it runs, so a chatty child never blocks on a full pipe.
 pub fn wait_timeout(mut child: Child, secs: u64, what: &str) -> Output {
+    use std::io::Read;
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let out_t = drain(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+    let err_t = drain(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
     let t0 = Instant::now();
-    loop {
+    let status = loop {
         match child.try_wait().unwrap() {
-            Some(_) => return child.wait_with_output().unwrap(),
+            Some(st) => break st,
             None if t0.elapsed() > Duration::from_secs(secs) => {
                 let _ = child.kill();
-                let out = child.wait_with_output().unwrap();
-                panic!(
-                    "{what}: timed out after {secs}s\nstdout: {}\nstderr: {}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                let _ = child.wait();
+                let (o, e) = (out_t.join().unwrap(), err_t.join().unwrap());
+                panic!("{what}: timed out after {secs}s\nstdout: {}\nstderr: {}", String::from_utf8_lossy(&o), String::from_utf8_lossy(&e));
             }
             None => std::thread::sleep(Duration::from_millis(20)),
         }
-    }
+    };
+    Output { status, stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap() }
 }
 
 pub fn run(mut cmd: Command, stdin: Option<&[u8]>, secs: u64, what: &str) -> Output {
