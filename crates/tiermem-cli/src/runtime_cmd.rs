@@ -1,32 +1,204 @@
-//! `tiermem run | stat | budget`: the Linux runtime's front end.
+//! `tiermem run | stat | budget`: the Linux runtime's front end (crates/tiermem-linux).
 
 use clap::Args;
-use tiermem_core::{Error, Result};
+use tiermem_core::config::Validate;
+use tiermem_core::{format_bytes, Error, ErrorKind, Result};
+use tiermem_linux::config::{Budget, RuntimeConfig};
+use tiermem_linux::control::Control;
+use tiermem_linux::stats::Stats;
 
 #[derive(Args)]
 pub struct RunArgs {
+    /// TOML file with a `[runtime]` table (tiers, sampler, budget); see docs/runtime.md.
+    #[arg(long)]
+    pub config: Option<std::path::PathBuf>,
+    /// DRAM budget for the program's managed memory: a size (512M, 2G) or a percentage of
+    /// its managed footprint (50%). Overrides the config file.
+    #[arg(long)]
+    pub dram_budget: Option<String>,
+    /// Compressed tier codec (lz4, zstd[:LEVEL], deflate[:LEVEL], lzo); overrides the first tier.
+    #[arg(long)]
+    pub codec: Option<String>,
+    /// Pool allocator of the first tier (zsmalloc, zbud, z3fold).
+    #[arg(long)]
+    pub allocator: Option<String>,
     /// Program and its arguments.
-    #[arg(trailing_var_arg = true, required = true)]
+    #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     pub program: Vec<String>,
 }
 
 #[derive(Args)]
 pub struct StatArgs {
+    /// PID of a program running under `tiermem run`.
     pub pid: u32,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Repeat every SECS seconds until the program exits.
+    #[arg(long, value_name = "SECS")]
+    pub watch: Option<f64>,
+    /// Print the Prometheus text exposition.
+    #[arg(long)]
+    pub prometheus: bool,
 }
 
 #[derive(Args)]
 pub struct BudgetArgs {
     pub pid: u32,
+    /// New DRAM budget: a size (256M) or a percentage of the footprint (25%), or "unlimited".
     pub size: String,
 }
 
-pub fn run(_a: RunArgs) -> Result<i32> {
-    Err(Error::new(tiermem_core::ErrorKind::Unsupported, "the Linux runtime is not built yet"))
+pub fn run(a: RunArgs) -> Result<i32> {
+    let mut cfg = match &a.config {
+        Some(p) => RuntimeConfig::from_file(p)?,
+        None => RuntimeConfig::default(),
+    };
+    if let Some(b) = a.dram_budget {
+        Budget::parse(&b).map_err(|e| Error::usage(format!("--dram-budget: {e}")))?;
+        cfg.dram_budget = b;
+    }
+    if let Some(c) = a.codec {
+        cfg.tiers[0].codec = c;
+    }
+    if let Some(al) = a.allocator {
+        cfg.tiers[0].allocator = al;
+    }
+    cfg.validate("runtime")?;
+    tiermem_linux::launch::exec(&cfg, &a.program)
 }
-pub fn stat(_a: StatArgs) -> Result<()> {
-    Err(Error::new(tiermem_core::ErrorKind::Unsupported, "the Linux runtime is not built yet"))
+
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
-pub fn budget(_a: BudgetArgs) -> Result<()> {
-    Err(Error::new(tiermem_core::ErrorKind::Unsupported, "the Linux runtime is not built yet"))
+
+fn read(pid: u32) -> Result<Stats> {
+    let ctl = Control::new(&tiermem_linux::config::default_run_dir(), pid);
+    for _ in 0..20 {
+        if let Some(s) = ctl.read_stats() {
+            return Ok(s);
+        }
+        if !alive(pid) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    if !alive(pid) {
+        return Err(Error::usage(format!("no process {pid}")));
+    }
+    Err(Error::usage(format!(
+        "process {pid} is not running under `tiermem run` (or has no managed memory yet): no {}",
+        ctl.dir.join("stats.json").display()
+    )))
+}
+
+fn ns(v: u64) -> String {
+    if v >= 1_000_000 {
+        format!("{:.1}ms", v as f64 / 1e6)
+    } else if v >= 1_000 {
+        format!("{:.1}us", v as f64 / 1e3)
+    } else {
+        format!("{v}ns")
+    }
+}
+
+pub fn render(s: &Stats) -> String {
+    let mut o = String::new();
+    o.push_str(&format!(
+        "pid {}  up {:.1}s  budget {} ({})  managed {}  footprint {}\n",
+        s.pid,
+        s.uptime_s,
+        s.budget,
+        if s.budget_bytes >= i64::MAX as u64 { "unlimited".into() } else { format_bytes(s.budget_bytes) },
+        format_bytes(s.managed_bytes),
+        format_bytes(s.footprint_bytes)
+    ));
+    o.push_str(&format!(
+        "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>10}\n",
+        "tier", "pages", "stored", "compressed", "ratio", "faults", "p50", "p99", "migr in"
+    ));
+    o.push_str(&format!(
+        "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>10}\n",
+        "0:dram",
+        s.resident_bytes / 4096,
+        format_bytes(s.resident_bytes),
+        "-",
+        "-",
+        s.first_touch_faults,
+        "-",
+        "-",
+        "-"
+    ));
+    let mut pool = 0;
+    for t in &s.tiers {
+        pool += t.pool_bytes;
+        let ratio = if t.compressed_bytes > 0 { format!("{:.2}x", t.stored_bytes as f64 / t.compressed_bytes as f64) } else { "-".into() };
+        o.push_str(&format!(
+            "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>10}\n",
+            format!("{} {}", t.name, t.allocator),
+            t.pages,
+            format_bytes(t.stored_bytes),
+            format_bytes(t.compressed_bytes),
+            ratio,
+            t.faults,
+            ns(t.fault_p50_ns),
+            ns(t.fault_p99_ns),
+            t.migrations_in
+        ));
+    }
+    o.push_str(&format!(
+        "memory: DRAM {} (max {}) + pools {} = {}   hint faults {}/{} sampled   tiermem CPU {:.2}s ({:.2}% of a core)\n",
+        format_bytes(s.resident_bytes),
+        format_bytes(s.max_resident_bytes),
+        format_bytes(pool),
+        format_bytes(s.resident_bytes + pool),
+        s.hint_faults,
+        s.hint_sampled,
+        s.cpu_s,
+        if s.uptime_s > 0.0 { s.cpu_s / s.uptime_s * 100.0 } else { 0.0 }
+    ));
+    o
+}
+
+pub fn stat(a: StatArgs) -> Result<()> {
+    loop {
+        let s = read(a.pid)?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&s).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?);
+        } else if a.prometheus {
+            print!("{}", s.prometheus());
+        } else {
+            print!("{}", render(&s));
+        }
+        match a.watch {
+            Some(secs) if secs > 0.0 => {
+                std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+                if !alive(a.pid) {
+                    return Ok(());
+                }
+                if !a.json {
+                    println!();
+                }
+            }
+            _ => return Ok(()),
+        }
+    }
+}
+
+pub fn budget(a: BudgetArgs) -> Result<()> {
+    let b = Budget::parse(&a.size).map_err(Error::usage)?;
+    let before = read(a.pid)?;
+    let ctl = Control::new(&tiermem_linux::config::default_run_dir(), a.pid);
+    ctl.request_budget(&a.size).map_err(|e| Error::io("writing the budget request", e))?;
+    let want = b.describe();
+    for _ in 0..40 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if let Some(s) = ctl.read_stats() {
+            if s.budget == want && s.uptime_s > before.uptime_s {
+                println!("pid {}: DRAM budget {} -> {}", a.pid, before.budget, s.budget);
+                return Ok(());
+            }
+        }
+    }
+    Err(Error::new(ErrorKind::Io, format!("pid {} did not acknowledge the new budget within 4 s", a.pid)))
 }
