@@ -100,7 +100,7 @@ pub struct GupsConfig {
     /// Probability an operation picks its object from the hot set (Colloid §2.1: 0.9).
     #[serde(default = "default_hot_probability")]
     pub hot_probability: f64,
-    /// Object size in bytes, 64..4096 in Colloid §5 Fig. 8 (default 64); objects are
+    /// Object size in bytes, 64..4096 in Colloid §5.1, Fig. 8 (default 64); objects are
     /// aligned within pages.
     #[serde(default = "default_object_size")]
     pub object_size: Size,
@@ -108,7 +108,7 @@ pub struct GupsConfig {
     #[serde(default = "one")]
     pub write_fraction: f64,
     /// At this virtual time the hot set moves to a different random region (disjoint from
-    /// the old one when the buffer allows; Colloid §5.3 Fig. 9 moves it at t = 100 s).
+    /// the old one when the buffer allows; Colloid §5.2, Fig. 9, moves it at t = 100 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot_set_move_at_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
