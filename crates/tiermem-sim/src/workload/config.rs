@@ -126,11 +126,12 @@ pub struct KvConfig {
     /// Key (plus item header) bytes per record, stored with the value (default 0).
     #[serde(default = "zero_size")]
     pub key_size: Size,
-    /// YCSB core workload "A".."F" (see `kv.rs` for the proportions).
+    /// YCSB core workload "A".."F" (see `kv.rs` for the proportions), or a read:update
+    /// ratio such as "90:10".
     #[serde(default = "default_mix")]
     pub mix: String,
     /// Key popularity: "zipf" (YCSB's default), "gaussian" (memtier `--key-pattern G`),
-    /// or "uniform".
+    /// "uniform", or "hotset" (HeMemKV: `hot_fraction` of the keys get `hot_probability`).
     #[serde(default = "default_distribution")]
     pub distribution: String,
     /// Zipf exponent (YCSB `ZIPFIAN_CONSTANT` = 0.99).
@@ -140,6 +141,12 @@ pub struct KvConfig {
     /// `--key-stddev` is (max - min) / 6).
     #[serde(default = "default_stddev")]
     pub gaussian_stddev: f64,
+    /// "hotset": fraction of the keys that are hot (HeMemKV, Colloid §5.3: 0.2).
+    #[serde(default = "default_hot_fraction")]
+    pub hot_fraction: f64,
+    /// "hotset": probability an operation picks a hot key (HeMemKV: 0.9).
+    #[serde(default = "default_hot_probability")]
+    pub hot_probability: f64,
     /// Scatter popular keys over the key space (YCSB's scrambled Zipfian). Defaults to true
     /// for zipf, false for gaussian/uniform (memtier keys are laid out in key order).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -200,6 +207,9 @@ fn one() -> f64 {
 }
 fn default_hot_probability() -> f64 {
     0.9
+}
+fn default_hot_fraction() -> f64 {
+    0.2
 }
 fn default_object_size() -> Size {
     Size::Bytes(64)
@@ -391,8 +401,12 @@ impl Validate for KvConfig {
             "zipf" => check_range(&join(p, "zipf_theta"), self.zipf_theta, 0.0, 10.0)?,
             "gaussian" => check_range(&join(p, "gaussian_stddev"), self.gaussian_stddev, 1e-9, 1e3)?,
             "uniform" => {}
+            "hotset" => {
+                check_range(&join(p, "hot_fraction"), self.hot_fraction, 1e-9, 1.0)?;
+                check_range(&join(p, "hot_probability"), self.hot_probability, 0.0, 1.0)?;
+            }
             other => {
-                return Err(invalid(&join(p, "distribution"), format!("`{other}` is not a key distribution; use \"zipf\", \"gaussian\" or \"uniform\"")));
+                return Err(invalid(&join(p, "distribution"), format!("`{other}` is not a key distribution; use \"zipf\", \"gaussian\", \"uniform\" or \"hotset\"")));
             }
         }
         if let Some(m) = self.max_keys {
@@ -499,6 +513,7 @@ fn build_one(cfg: &WorkloadConfig, p: &str, page_bytes: u64, scale: f64, seed: u
             let dist = match c.distribution.as_str() {
                 "zipf" => KeyDist::Zipf { theta: c.zipf_theta },
                 "gaussian" => KeyDist::Gaussian { stddev_fraction: c.gaussian_stddev },
+                "hotset" => KeyDist::HotSet { hot_fraction: c.hot_fraction, hot_probability: c.hot_probability },
                 _ => KeyDist::Uniform,
             };
             let spec = KvSpec {

@@ -22,7 +22,9 @@
 //! hashes the rank with FNV-64 modulo the key count, which collides); or Gaussian like
 //! memtier's `--key-pattern G` (mean `--key-median`, default the middle key; standard
 //! deviation `--key-stddev`, default (max - min) / 6; draws outside the key range are
-//! drawn again), laid out in key order; or uniform.
+//! drawn again), laid out in key order; or uniform; or a hot set (HeMemKV in Colloid
+//! §5.3: 20 % of the keys drawn uniformly with probability 0.9, the rest otherwise). Besides
+//! A–F, `mix` takes a read:update ratio ("90:10", HeMemKV's GET/UPDATE).
 //!
 //! Mixes A, B, C and F are stationary and expose exact per-page probabilities (Zipf:
 //! `k^-θ / H_{N,θ}`; Gaussian: the normal density integrated over each key's rounding
@@ -49,8 +51,8 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{RngCore, SeedableRng};
 
-/// A YCSB core workload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A YCSB core workload, or a read/update ratio.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Mix {
     A,
     B,
@@ -58,6 +60,9 @@ pub enum Mix {
     D,
     E,
     F,
+    /// Reads and updates with this update fraction ("90:10" = 0.1; HeMemKV in Colloid
+    /// §5.3 is GET/UPDATE 90/10).
+    ReadUpdate(f64),
 }
 
 /// Operation proportions of a mix (YCSB `readproportion`, `updateproportion`, ...).
@@ -81,7 +86,15 @@ impl Mix {
             "D" => Mix::D,
             "E" => Mix::E,
             "F" => Mix::F,
-            _ => return Err(format!("`{s}` is not a YCSB core workload; use \"A\", \"B\", \"C\", \"D\", \"E\" or \"F\"")),
+            _ => {
+                let bad = || format!("`{s}` is not a YCSB core workload or a read:update ratio; use \"A\", \"B\", \"C\", \"D\", \"E\", \"F\" or e.g. \"90:10\"");
+                let (r, u) = t.split_once(':').ok_or_else(bad)?;
+                let (r, u): (f64, f64) = (r.trim().parse().map_err(|_| bad())?, u.trim().parse().map_err(|_| bad())?);
+                if !(r.is_finite() && u.is_finite() && r >= 0.0 && u >= 0.0 && r + u > 0.0) {
+                    return Err(bad());
+                }
+                Mix::ReadUpdate(u / (r + u))
+            }
         })
     }
 
@@ -95,6 +108,7 @@ impl Mix {
             Mix::D => Proportions { read: 0.95, insert: 0.05, ..z },
             Mix::E => Proportions { scan: 0.95, insert: 0.05, ..z },
             Mix::F => Proportions { read: 0.5, read_modify_write: 0.5, ..z },
+            Mix::ReadUpdate(u) => Proportions { read: 1.0 - u, update: u, ..z },
         }
     }
 
@@ -111,6 +125,9 @@ pub enum KeyDist {
     /// Normal around the middle key, standard deviation `stddev_fraction · keys`.
     Gaussian { stddev_fraction: f64 },
     Uniform,
+    /// The first `hot_fraction` of the ranks drawn uniformly with `hot_probability`, the
+    /// rest uniformly otherwise (HeMemKV, Colloid §5.3: 20 % hot keys, 90 %).
+    HotSet { hot_fraction: f64, hot_probability: f64 },
 }
 
 #[derive(Clone, Debug)]
@@ -180,6 +197,11 @@ impl Kv {
             KeyDist::Gaussian { stddev_fraction } if !(stddev_fraction.is_finite() && stddev_fraction > 0.0) => {
                 return Err(format!("gaussian_stddev {stddev_fraction} must be > 0"))
             }
+            KeyDist::HotSet { hot_fraction, hot_probability }
+                if !((0.0..=1.0).contains(&hot_fraction) && (0.0..=1.0).contains(&hot_probability)) =>
+            {
+                return Err(format!("hot_fraction {hot_fraction} and hot_probability {hot_probability} must be in [0, 1]"))
+            }
             _ => {}
         }
         let ranks = Self::rank_probabilities(s.dist, keys);
@@ -196,7 +218,7 @@ impl Kv {
         let lines = lines_for(rec);
         let max_scan = s.max_scan_length.max(1);
         let (write_thr, written) = match s.mix {
-            Mix::A | Mix::B | Mix::C => (threshold(pr.update), pr.update * lines as f64),
+            Mix::A | Mix::B | Mix::C | Mix::ReadUpdate(_) => (threshold(pr.update), pr.update * lines as f64),
             Mix::F => (threshold(pr.read_modify_write), pr.read_modify_write * lines as f64),
             Mix::D => (threshold(pr.insert), pr.insert * lines as f64),
             Mix::E => {
@@ -210,6 +232,9 @@ impl Kv {
             KeyDist::Zipf { theta } => format!("zipf {theta}{}", if perm.is_some() { " scrambled" } else { "" }),
             KeyDist::Gaussian { stddev_fraction } => format!("gaussian sd={stddev_fraction}·keys"),
             KeyDist::Uniform => "uniform".into(),
+            KeyDist::HotSet { hot_fraction, hot_probability } => {
+                format!("hot set {hot_fraction}·keys at {hot_probability}{}", if perm.is_some() { " scrambled" } else { "" })
+            }
         };
         let mut kv = Kv {
             mix: s.mix,
@@ -229,7 +254,10 @@ impl Kv {
             max_scan,
             last: KvOp::Read,
             shape: OpShape { lines_per_op: lines, written_lines_per_op: written },
-            label: format!("kv(ycsb-{:?}, {keys} keys of {rec} B, {dist_label})", s.mix),
+            label: match s.mix {
+                Mix::ReadUpdate(u) => format!("kv(read:update {:.3}:{u:.3}, {keys} keys of {rec} B, {dist_label})", 1.0 - u),
+                m => format!("kv(ycsb-{m:?}, {keys} keys of {rec} B, {dist_label})"),
+            },
         };
         if s.mix.stationary() {
             let p = kv.exact_probabilities(&ranks);
@@ -287,6 +315,14 @@ impl Kv {
                 w.iter_mut().for_each(|x| *x /= total);
             }
             KeyDist::Uniform => w.iter_mut().for_each(|x| *x = 1.0 / n as f64),
+            KeyDist::HotSet { hot_fraction, hot_probability } => {
+                let h = ((hot_fraction * n as f64).round() as usize).clamp(1, n);
+                let p = if h == n { 1.0 } else { hot_probability };
+                let cold = if h < n { (1.0 - p) / (n - h) as f64 } else { 0.0 };
+                for (k, x) in w.iter_mut().enumerate() {
+                    *x = if k < h { p / h as f64 } else { cold };
+                }
+            }
         }
         w
     }
@@ -355,7 +391,7 @@ impl Workload for Kv {
     }
     fn next(&mut self, rng: &mut SmallRng) -> Access {
         match self.mix {
-            Mix::A | Mix::B | Mix::C | Mix::F => {
+            Mix::A | Mix::B | Mix::C | Mix::F | Mix::ReadUpdate(_) => {
                 let write = rng.next_u64() < self.write_thr;
                 self.last = match (write, self.mix) {
                     (false, _) => KvOp::Read,
@@ -496,6 +532,37 @@ mod tests {
         let m: f64 = p.iter().enumerate().map(|(k, x)| k as f64 * x).sum();
         let s = p.iter().enumerate().map(|(k, x)| (k as f64 - m).powi(2) * x).sum::<f64>().sqrt();
         assert!((s / 1000.0 - 0.9866).abs() < 0.002, "truncated sd ratio {}", s / 1000.0);
+    }
+
+    #[test]
+    fn hemem_kv_hot_set_and_ratio_mix() {
+        // Colloid §5.3 HeMemKV: 20 % hot keys at 90 %, GET/UPDATE 90/10.
+        let mut s = spec(Mix::parse("90:10").unwrap(), KeyDist::HotSet { hot_fraction: 0.2, hot_probability: 0.9 }, 10_000, true);
+        s.record_bytes = 64 + 4096;
+        let mut kv = Kv::new(&s).unwrap();
+        assert_eq!(kv.op_shape().lines_per_op, 65);
+        assert!((kv.op_shape().written_lines_per_op - 6.5).abs() < 1e-9);
+        let ranks = Kv::rank_probabilities(KeyDist::HotSet { hot_fraction: 0.2, hot_probability: 0.9 }, 10_000);
+        assert!((ranks[0] - 0.9 / 2000.0).abs() < 1e-15 && (ranks[9999] - 0.1 / 8000.0).abs() < 1e-15);
+        let hot_pages: std::collections::HashSet<u32> = (0..2000).flat_map(|r| {
+            let slot = kv.slot_of_rank(r);
+            [slot * 2, slot * 2 + 1]
+        }).collect();
+        let mut rng = SmallRng::seed_from_u64(12);
+        let n = 400_000;
+        let (mut hot, mut writes) = (0, 0);
+        for _ in 0..n {
+            let a = kv.next(&mut rng);
+            hot += hot_pages.contains(&a.page) as u32;
+            writes += a.write as u32;
+        }
+        let (h, w) = (hot as f64 / n as f64, writes as f64 / n as f64);
+        assert!((h - 0.9).abs() < 0.005, "hot share {h}");
+        assert!((w - 0.1).abs() < 0.005, "update share {w}");
+        assert!(Mix::parse("ycsb-b").is_ok() && Mix::parse("1:0").is_ok());
+        for bad in ["G", "90/10", "a:b", "0:0", "-1:2"] {
+            assert!(Mix::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
