@@ -83,6 +83,7 @@ pub struct State {
     pub events: Vec<HeatEvent>,
     pub resident: u64,
     pub mapped: u64,
+    pub max_mapped: u64,
     pub max_resident: u64,
     pub budget: Budget,
     pub frozen: bool,
@@ -152,6 +153,7 @@ impl State {
         }
         if old.kind == K_HOLE && p.kind != K_HOLE {
             self.mapped += 1;
+            self.max_mapped = self.max_mapped.max(self.mapped);
         }
         self.pages[i] = p;
         self.placement[i] = match p.kind {
@@ -268,6 +270,7 @@ impl Runtime {
             events: Vec::new(),
             resident: 0,
             mapped: 0,
+            max_mapped: 0,
             max_resident: 0,
             budget: cfg.budget(),
             frozen: false,
@@ -991,6 +994,7 @@ impl Runtime {
             budget: st.budget.describe(),
             budget_bytes: st.budget_bytes().min(i64::MAX as u64),
             managed_bytes: st.mapped * PAGE as u64,
+            max_managed_bytes: st.max_mapped * PAGE as u64,
             resident_bytes: st.resident * PAGE as u64,
             max_resident_bytes: st.max_resident * PAGE as u64,
             footprint_bytes: st.footprint_pages() * PAGE as u64,

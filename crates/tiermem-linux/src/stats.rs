@@ -94,6 +94,8 @@ pub struct Stats {
     pub budget: String,
     pub budget_bytes: u64,
     pub managed_bytes: u64,
+    #[serde(default)]
+    pub max_managed_bytes: u64,
     pub resident_bytes: u64,
     pub max_resident_bytes: u64,
     pub footprint_bytes: u64,

@@ -112,12 +112,13 @@ fn bad_config_names_the_field_path() {
 /// A program that maps a large region and never touches it, and one that exits at once.
 #[test]
 fn untouched_memory_and_quick_exit() {
-    let (cmd, stats) = tiered("1M", &["python3", "-c", "import mmap; m = mmap.mmap(-1, 256 << 20); print('ok')"]);
+    let (cmd, stats) = tiered("1M", &["python3", "-c", "import mmap; m = mmap.mmap(-1, 256 << 20, flags=mmap.MAP_PRIVATE); print('ok')"]);
     let out = run(cmd, None, 60, "untouched");
     assert_eq!(ok(&out, "untouched"), "ok\n");
     let s = final_stats(&stats);
-    assert!(s["managed_bytes"].as_u64().unwrap() >= 256 << 20, "{s}");
-    assert_eq!(s["resident_bytes"].as_u64().unwrap(), 0, "{s}");
+    assert!(s["max_managed_bytes"].as_u64().unwrap() >= 256 << 20, "{s}");
+    // The untouched 256 MiB cost nothing: the footprint is python's own few MiB.
+    assert!(s["footprint_bytes"].as_u64().unwrap() < 64 << 20, "{s}");
 }
 
 /// Without userfaultfd permission: one line naming the setting and the fix, exit 2.

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Linux runtime benchmarks (called by `make bench`). Prints one table per benchmark and
+# writes bench/runtime/results.md. Everything runs side by side in one go, on this machine.
+#
+#   1. fault latency per codec: tiermem-touch reads one word of every page of 64 MiB after
+#      the pages were pushed out of DRAM (tiermem: budget 4 MiB; zswap: cgroup limit),
+#      timing every access (the program's view: fault + service + return).
+#   2. eviction throughput: fill 256 MiB under an unlimited budget, then `tiermem budget
+#      PID 8M`; pages moved / seconds until resident <= budget.
+#   3. memcached + memcaslap: throughput and memory (DRAM + pools) at 100/50/25 % of the
+#      footprint, plain, and zswap (lzo, swap file) under a cgroup-v1 limit equal to the
+#      budget. Swap, zswap and cgroup settings are restored on exit, also on failure.
+#   4. idle CPU of tiermem's threads.
+#
+# Env: QUICK=1 shortens everything; SKIP_ZSWAP=1 skips the kernel baseline.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+OUT=$ROOT/bench/runtime/results.md
+cargo build -q --release -p tiermem-cli -p tiermem-preload -p tiermem-linux --bins || exit 1
+T=$ROOT/target/release/tiermem
+TOUCH=$ROOT/target/release/tiermem-touch
+export TIERMEM_RUN_DIR=/tmp/tiermem-bench
+DUR=${QUICK:+3s}; DUR=${DUR:-10s}
+WORK=$(mktemp -d /tmp/tiermem-bench.XXXXXX)
+PIDS=()
+CG=/sys/fs/cgroup/memory/tiermem-bench-$$
+SWAPFILE=/var/tmp/tiermem-bench-swap-$$
+ZSWAP_OLD_EN=$(cat /sys/module/zswap/parameters/enabled 2>/dev/null || echo N)
+ZSWAP_OLD_COMP=$(cat /sys/module/zswap/parameters/compressor 2>/dev/null || echo lzo)
+SWAP_ON=0
+
+cleanup() {
+    for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null; done
+    sleep 0.5
+    for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill -9 "$p" 2>/dev/null; done
+    if [[ -d $CG ]]; then
+        rmdir "$CG" 2>/dev/null || true
+    fi
+    if [[ $SWAP_ON == 1 ]]; then
+        swapoff "$SWAPFILE" 2>/dev/null || true
+    fi
+    rm -f "$SWAPFILE"
+    if [[ -w /sys/module/zswap/parameters/enabled ]]; then
+        echo "$ZSWAP_OLD_COMP" > /sys/module/zswap/parameters/compressor 2>/dev/null || true
+        echo "$ZSWAP_OLD_EN" > /sys/module/zswap/parameters/enabled 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+note() { echo "$*" | tee -a "$OUT"; }
+: > "$OUT"
+note "# Linux runtime benchmarks ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, kernel $(uname -r))"
+note ""
+
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+# ---------------------------------------------------------------- 1. fault latency
+note "## Fault latency: touch every page of 64 MiB pushed out of DRAM (program's view)"
+note ""
+note "| tier | p50 | p99 | mean | service p50 (handler) | service p99 | ratio |"
+note "|---|---|---|---|---|---|---|"
+MB=${QUICK:+32}; MB=${MB:-64}
+for codec in lz4 zstd:1 deflate:1 lzo; do
+    st=$WORK/touch-$codec.json
+    line=$(TIERMEM_STATS_OUT=$st "$T" run --dram-budget 4M --codec "$codec" -- "$TOUCH" --mb $MB --settle-ms 2500)
+    p50=$(sed -E 's/.*p50_ns=([0-9]+).*/\1/' <<<"$line"); p99=$(sed -E 's/.*p99_ns=([0-9]+).*/\1/' <<<"$line")
+    mean=$(sed -E 's/.*mean_ns=([0-9]+).*/\1/' <<<"$line")
+    s50=$(json "$st" "d['tiers'][0]['fault_p50_ns']"); s99=$(json "$st" "d['tiers'][0]['fault_p99_ns']")
+    ratio=$(json "$st" "'%.2fx' % (d['tiers'][0]['stored_bytes'] / max(1, d['tiers'][0]['compressed_bytes']))")
+    note "| tiermem $codec | $((p50/1000)).$(( (p50%1000)/100 )) us | $((p99/1000)).$(( (p99%1000)/100 )) us | $((mean/1000)) us | $((s50/1000)).$(( (s50%1000)/100 )) us | $((s99/1000)) us | $ratio |"
+    [[ $line == *checksum_ok=true* ]] || note "  (tiermem $codec: CHECKSUM FAILED)"
+done
+
+zswap_setup() {
+    [[ ${SKIP_ZSWAP:-0} == 1 ]] && return 1
+    [[ -w /sys/module/zswap/parameters/enabled && -d /sys/fs/cgroup/memory ]] || { note "(zswap or cgroup v1 not available: kernel baseline skipped)"; return 1; }
+    if [[ $SWAP_ON == 0 ]]; then
+        dd if=/dev/zero of="$SWAPFILE" bs=1M count=2048 status=none && chmod 600 "$SWAPFILE" && mkswap -q "$SWAPFILE" >/dev/null && swapon "$SWAPFILE" || { note "(swapon failed: kernel baseline skipped)"; return 1; }
+        SWAP_ON=1
+        echo lzo > /sys/module/zswap/parameters/compressor
+        echo Y > /sys/module/zswap/parameters/enabled
+    fi
+    mkdir -p "$CG"
+    return 0
+}
+
+# Run a command inside the bench cgroup with a memory limit.
+in_cgroup() {
+    local limit=$1; shift
+    echo "$limit" > "$CG/memory.limit_in_bytes"
+    sh -c "echo \$\$ > $CG/cgroup.procs && exec \"\$@\"" sh "$@"
+}
+
+if zswap_setup; then
+    line=$(in_cgroup $((4 << 20)) "$TOUCH" --mb $MB --settle-ms 2500)
+    p50=$(sed -E 's/.*p50_ns=([0-9]+).*/\1/' <<<"$line"); p99=$(sed -E 's/.*p99_ns=([0-9]+).*/\1/' <<<"$line")
+    mean=$(sed -E 's/.*mean_ns=([0-9]+).*/\1/' <<<"$line")
+    note "| zswap lzo (swap-in) | $((p50/1000)).$(( (p50%1000)/100 )) us | $((p99/1000)).$(( (p99%1000)/100 )) us | $((mean/1000)) us | - | - | - |"
+fi
+note ""
+
+# ---------------------------------------------------------------- 2. eviction throughput
+note "## Eviction throughput (lz4, zsmalloc)"
+note ""
+EMB=${QUICK:+128}; EMB=${EMB:-256}
+"$T" run --dram-budget unlimited -- python3 -c "
+import time
+b = [bytearray((b'tiermem-%d ' % i) * 400000) for i in range($EMB * 1024 * 1024 // 4800000 + 1)]
+time.sleep(30)
+" & EP=$!; PIDS+=($EP)
+for _ in $(seq 100); do [[ -f $TIERMEM_RUN_DIR/$EP/stats.json ]] && break; sleep 0.1; done
+sleep 2
+before=$(json $TIERMEM_RUN_DIR/$EP/stats.json "d['tiers'][0]['migrations_in']")
+t0=$(date +%s.%N)
+"$T" budget $EP 8M >/dev/null
+while :; do
+    r=$(json $TIERMEM_RUN_DIR/$EP/stats.json "d['resident_bytes']")
+    (( r <= 8 << 20 )) && break
+    sleep 0.05
+done
+t1=$(date +%s.%N)
+after=$(json $TIERMEM_RUN_DIR/$EP/stats.json "d['tiers'][0]['migrations_in']")
+kill $EP 2>/dev/null; wait $EP 2>/dev/null
+note "evicted $((after - before)) pages in $(python3 -c "print('%.2f' % ($t1 - $t0))") s: $(python3 -c "print(int(($after - $before) / ($t1 - $t0)))") pages/s (includes up to 250 ms stats-publication lag)"
+note ""
+
+# ---------------------------------------------------------------- 3. memcached
+note "## memcached + memcaslap ($DUR, 16 conns, 2 threads; values 1-4 KiB text)"
+note ""
+note "| setup | ops/s | vs plain | DRAM (RSS or resident) | pools | total memory | saved |"
+note "|---|---|---|---|---|---|---|"
+if ! command -v memcached >/dev/null || ! command -v memcaslap >/dev/null; then
+    note "(memcached/memcaslap not installed: apt-get install memcached libmemcached-tools)"
+else
+    PORT=22${RANDOM:0:3}
+    load_and_bench() {  # $1 = port; prints ops/s
+        # Fill: memcaslap set-only, then a timed mixed run (90 % get).
+        memcaslap -s 127.0.0.1:$1 -x ${QUICK:+20000}${QUICK:-120000} -c 8 -T 2 -X 2048 --cfg_cmd=$WORK/fill.cfg -d 1 >/dev/null 2>&1 || memcaslap -s 127.0.0.1:$1 -x 120000 -c 8 -T 2 -X 2048 -r 0.0 >/dev/null 2>&1
+        memcaslap -s 127.0.0.1:$1 -t $DUR -c 16 -T 2 -X 2048 2>/dev/null | awk '/^Run time/ {getline; getline} /TPS:/ {for(i=1;i<=NF;i++) if($i=="TPS:") t=$(i+1)} END {print t+0}'
+    }
+    printf 'key\n128 128 1\nvalue\n1024 4096 1\ncmd\n0 1.0\n' > $WORK/fill.cfg
+    rss() { awk '/VmRSS/ {print $2 * 1024}' /proc/$1/status; }
+    start_mc() { "$@" -l 127.0.0.1 -p $PORT -m 1024 -t 2 -U 0 -u root & MC=$!; PIDS+=($MC); for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.05; done; }
+    stop_mc() { kill $MC 2>/dev/null; wait $MC 2>/dev/null; PORT=$((PORT + 1)); }
+    fmt() { python3 -c "print('%.1f MiB' % ($1 / 1048576))"; }
+
+    start_mc memcached
+    plain_ops=$(load_and_bench $PORT); plain_rss=$(rss $MC)
+    stop_mc
+    note "| plain memcached | $plain_ops | 100 % | $(fmt $plain_rss) | - | $(fmt $plain_rss) | - |"
+    FOOT=$plain_rss
+    for pct in 100 50 25; do
+        start_mc "$T" run --dram-budget $pct% -- memcached
+        ops=$(load_and_bench $PORT)
+        sleep 0.5
+        st=$TIERMEM_RUN_DIR/$MC/stats.json
+        res=$(json $st "d['resident_bytes']"); pool=$(json $st "sum(t['pool_bytes'] for t in d['tiers'])")
+        r=$(rss $MC)
+        # Total = everything the process holds in DRAM (RSS: managed resident + unmanaged) + pools.
+        tot=$((r + 0))
+        note "| tiermem lz4 $pct % | $ops | $(python3 -c "print('%.0f %%' % (100.0 * $ops / max(1, $plain_ops)))") | $(fmt $res) managed ($(fmt $r) RSS) | $(fmt $pool) | $(fmt $tot) | $(python3 -c "print('%.0f %%' % (100.0 * (1 - $tot / $plain_rss)))") |"
+        stop_mc
+    done
+    if zswap_setup; then
+        for pct in 50 25; do
+            lim=$((FOOT * pct / 100))
+            echo $lim > "$CG/memory.limit_in_bytes"
+            sh -c "echo \$\$ > $CG/cgroup.procs && exec memcached -l 127.0.0.1 -p $PORT -m 1024 -t 2 -U 0 -u root" & MC=$!; PIDS+=($MC)
+            for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.05; done
+            ops=$(load_and_bench $PORT)
+            r=$(rss $MC)
+            zp=$(cat /sys/kernel/debug/zswap/pool_total_size 2>/dev/null || echo 0)
+            tot=$((r + zp))
+            note "| zswap lzo, cgroup limit $pct % | $ops | $(python3 -c "print('%.0f %%' % (100.0 * $ops / max(1, $plain_ops)))") | $(fmt $r) RSS | $(fmt $zp) | $(fmt $tot) | $(python3 -c "print('%.0f %%' % (100.0 * (1 - $tot / $plain_rss)))") |"
+            stop_mc
+        done
+    fi
+fi
+note ""
+
+# ---------------------------------------------------------------- 4. idle CPU
+note "## tiermem's own CPU while the program idles (10 s, 128 MiB managed, budget 50 %)"
+"$T" run --dram-budget 50% -- python3 -c "
+import time
+b = [bytearray(b'x' * (1 << 20)) for _ in range(128)]
+time.sleep(14)
+" & IP=$!; PIDS+=($IP)
+sleep 3
+c0=$(json $TIERMEM_RUN_DIR/$IP/stats.json "d['cpu_s']"); sleep 10
+c1=$(json $TIERMEM_RUN_DIR/$IP/stats.json "d['cpu_s']")
+wait $IP 2>/dev/null
+note "idle: $(python3 -c "print('%.2f %% of one core' % (($c1 - $c0) / 10 * 100))")"
+echo
+echo "results written to $OUT"
