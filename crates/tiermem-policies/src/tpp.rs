@@ -1,7 +1,7 @@
 //! TPP (Maruf et al., ASPLOS'23) as upstreamed: Linux NUMA balancing in memory-tiering mode
 //! (`kernel.numa_balancing = 2`, v6.3 as in Colloid §2) plus demotion in reclaim.
 //!
-//! * Tracker: NUMA-balancing hint faults. Every scan period the task scanner unmaps
+//! * Tracker: NUMA-balancing hint faults. Every scan interval the task scanner unmaps
 //!   `scan_size_mb` of the address space; in tiering mode it skips pages already on a top-tier
 //!   node, so only alternate-tier pages fault. A fault carries the time since the unmap
 //!   (the "hint-fault latency").
@@ -15,16 +15,23 @@
 //!   above the promotion watermark plus max(1 GiB, 1/16 of the tier)), every alternate-tier
 //!   fault promotes, without threshold or rate limit, and the threshold resets to its default.
 //! * Threshold adaptation (`numa_promotion_adjust_threshold`): once per threshold period
-//!   (= `scan_period_ms`), compare the candidates of the period with the rate limit's worth:
+//!   (= `scan_period_min_ms`), compare the candidates of the period with the rate limit's worth:
 //!   more than 110 % → lower the threshold by one step, less than 90 % → raise it by one step;
 //!   step = 2·hot_threshold/16, within [step, 2·hot_threshold].
 //! * Demotion (kswapd + demotion in `shrink_folio_list`): when free memory in the default
 //!   tier falls below the low watermark, or a promotion failed for lack of room, kswapd
 //!   demotes pages from the tail of the inactive LRU until free memory reaches the promotion
-//!   watermark (`WMARK_PROMO`, tiering mode). We cannot see the access bits that order the
-//!   kernel's LRU (the tracker is hint faults only), so the inactive list is approximated by
-//!   "least recently seen": a page's recency is the last hint fault, access sample or
-//!   promotion we observed for it; ties by page index (initial first-touch order).
+//!   watermark (`WMARK_PROMO`, tiering mode). The kernel's LRU is ordered by access bits
+//!   (a referenced inactive page is re-activated instead of reclaimed), which a hint-fault
+//!   tracker does not see. We approximate "not referenced recently" by the access rate the
+//!   last hint fault implies (1 / time-to-fault; a page that is rarely accessed is the one
+//!   whose access bit is likely clear when kswapd looks), then by recency (last fault,
+//!   sample or promotion), then by page index (first-touch order). To have that signal for
+//!   default-tier pages, the scanner marks them too (`scan_default_tier = true`, the
+//!   default): the kernel's scan also walks top-tier memory — it only skips marking it —
+//!   so every page is revisited at the kernel's pace; faults on default-tier pages never
+//!   promote. `scan_default_tier = false` is the strict upstream tracker, and then pages of
+//!   the default tier are demoted least-recently-seen first.
 //! * Quantum: 10 ms, to approximate synchronous promotion and asynchronous kswapd.
 //!
 //! Defaults (Linux v6.3): `numa_balancing_scan_size_mb = 256`,
@@ -35,8 +42,13 @@
 //! (`sysctl_numa_balancing_promote_rate_limit`); `vm.watermark_scale_factor = 10`
 //! (mm/page_alloc.c); `min_free_kbytes = clamp(sqrt(16·lowmem_kB), 128, 262144)`
 //! (`calculate_min_free_kbytes`); the 16 adjust steps are `NUMA_MIGRATION_ADJUST_STEPS`.
-//! The scan period is fixed at its minimum: the kernel adapts it between 1 s and 60 s by the
-//! share of private/shared faults, which has no meaning for a single-process simulation.
+//! The scan interval: `numa_balancing_scan_period_min_ms` is the time to scan a task's
+//! *whole* address space; the kernel scans one 256 MB window every
+//! `task_scan_min() = max(1000 ms / (MAX_SCAN_WINDOW / scan_size), scan_period_min / windows)`
+//! with `MAX_SCAN_WINDOW = 2560` MB and `windows = RSS / scan_size`: for any task above
+//! 2.5 GB (every Colloid workload) that is the 100 ms floor, our default
+//! (`scan_interval_ms`). The kernel may stretch it towards `scan_period_max / windows`
+//! (60 s / 288 = 208 ms at 72 GB) depending on the task's fault locality; we keep the minimum.
 //! With THP, a scan counts a huge page as its 512 base pages, so the scan always covers
 //! `scan_size_mb` of memory: `scan_pages = scan_size / page_bytes`.
 
@@ -56,10 +68,14 @@ pub struct TppConfig {
     /// `numa_balancing_scan_size_mb`: memory unmapped per scan.
     #[serde(default = "d_scan_size_mb")]
     pub scan_size_mb: u64,
-    /// `numa_balancing_scan_period_min_ms`: time between scans (and the threshold-adaptation
-    /// period).
+    /// `numa_balancing_scan_period_min_ms`: the period of the threshold adaptation (and, in
+    /// the kernel, the minimum time to scan the whole address space).
     #[serde(default = "d_scan_period_ms")]
-    pub scan_period_ms: f64,
+    pub scan_period_min_ms: f64,
+    /// Time between two `scan_size_mb` windows; absent = the kernel's `task_scan_min()` floor
+    /// for large tasks, `1000 ms · scan_size_mb / 2560` = 100 ms.
+    #[serde(default)]
+    pub scan_interval_ms: Option<f64>,
     /// `numa_balancing_hot_threshold_ms`: a fault latency below this makes a candidate.
     #[serde(default = "d_hot_threshold_ms")]
     pub hot_threshold_ms: f64,
@@ -75,6 +91,10 @@ pub struct TppConfig {
     /// `vm.min_free_kbytes` of the default tier; absent = the kernel's formula for its size.
     #[serde(default)]
     pub min_free_kbytes: Option<u64>,
+    /// Mark default-tier pages too, as an access-bit surrogate for kswapd's LRU (see the
+    /// module docs); `false` = upstream tiering-mode scanning (alternate tier only).
+    #[serde(default = "d_true")]
+    pub scan_default_tier: bool,
     /// Page size the scan size is divided by (the tracker is declared before the backend
     /// reports its page size); `build_for` fills it from the backend. Absent = 2 MiB (THP).
     #[serde(default)]
@@ -111,12 +131,14 @@ impl Default for TppConfig {
         TppConfig {
             quantum_ms: d_quantum_ms(),
             scan_size_mb: d_scan_size_mb(),
-            scan_period_ms: d_scan_period_ms(),
+            scan_period_min_ms: d_scan_period_ms(),
+            scan_interval_ms: None,
             hot_threshold_ms: d_hot_threshold_ms(),
             promote_rate_limit_mib_per_s: d_rate_limit(),
             adjust_threshold: true,
             watermark_scale_factor: d_wsf(),
             min_free_kbytes: None,
+            scan_default_tier: true,
             scan_page_bytes: None,
         }
     }
@@ -128,7 +150,10 @@ impl Validate for TppConfig {
         if self.scan_size_mb == 0 {
             return Err(invalid(&join(p, "scan_size_mb"), "must be at least 1"));
         }
-        check_range(&join(p, "scan_period_ms"), self.scan_period_ms, 1.0, 3_600_000.0)?;
+        check_range(&join(p, "scan_period_min_ms"), self.scan_period_min_ms, 1.0, 3_600_000.0)?;
+        if let Some(i) = self.scan_interval_ms {
+            check_range(&join(p, "scan_interval_ms"), i, 0.001, 3_600_000.0)?;
+        }
         check_range(&join(p, "hot_threshold_ms"), self.hot_threshold_ms, 0.001, 3_600_000.0)?;
         check_range(&join(p, "promote_rate_limit_mib_per_s"), self.promote_rate_limit_mib_per_s, 0.0, 1e9)?;
         // The kernel bounds watermark_scale_factor to [1, 3000].
@@ -215,6 +240,11 @@ impl Tpp {
         self.cfg.scan_page_bytes.unwrap_or(DEFAULT_SCAN_PAGE_BYTES)
     }
 
+    /// `task_scan_min()` for a task larger than `MAX_SCAN_WINDOW` (2560 MB).
+    pub fn scan_interval_ms(&self) -> f64 {
+        self.cfg.scan_interval_ms.unwrap_or(1000.0 * self.cfg.scan_size_mb as f64 / 2560.0)
+    }
+
     fn rate_limit_bytes(&self) -> u64 {
         (self.cfg.promote_rate_limit_mib_per_s * MIB as f64) as u64
     }
@@ -236,13 +266,13 @@ impl Tpp {
         if !self.cfg.adjust_threshold || self.cfg.promote_rate_limit_mib_per_s <= 0.0 {
             return;
         }
-        let period_ns = ms_to_ns(self.cfg.scan_period_ms);
+        let period_ns = ms_to_ns(self.cfg.scan_period_min_ms);
         if now_ns.saturating_sub(self.th_window_start_ns) <= period_ns {
             return;
         }
         self.th_window_start_ns = now_ns;
         let ref_th = self.cfg.hot_threshold_ms * 1e6;
-        let ref_cand = self.rate_limit_bytes() as f64 * self.cfg.scan_period_ms / 1000.0;
+        let ref_cand = self.rate_limit_bytes() as f64 * self.cfg.scan_period_min_ms / 1000.0;
         let diff = (self.cand_bytes - self.th_window_cand_bytes) as f64;
         let unit = ref_th * 2.0 / 16.0;
         let mut th = self.threshold_ns;
@@ -305,8 +335,9 @@ impl HeatModel for Tpp {
     }
     fn tracker(&self) -> TrackerSpec {
         let scan_pages = (self.cfg.scan_size_mb * MIB / self.scan_page_bytes()).max(1);
-        // Tiering mode skips top-tier pages: only alternate tiers are scanned.
-        TrackerSpec::HintFault { scan_period_ns: ms_to_ns(self.cfg.scan_period_ms), scan_pages, tiers: (1..8).map(TierId).collect() }
+        // Tiering mode skips top-tier pages; with `scan_default_tier` we mark them as well.
+        let first = if self.cfg.scan_default_tier { 0 } else { 1 };
+        TrackerSpec::HintFault { scan_period_ns: ms_to_ns(self.scan_interval_ms()), scan_pages, tiers: (first..8).map(TierId).collect() }
     }
     fn quantum_ns(&self) -> u64 {
         ms_to_ns(self.cfg.quantum_ms)
@@ -380,16 +411,21 @@ impl HeatModel for Tpp {
     fn is_hot(&self, page: PageIdx) -> bool {
         self.heat(page) > 1e9 / self.threshold_ns
     }
-    /// The inactive-list approximation: least recently seen first, ties by page index.
+    /// The inactive-list approximation: lowest fault-implied access rate first, then least
+    /// recently seen, then page index.
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
-        let mut v: Vec<(u64, PageIdx)> =
-            pages_in(snap, tier).map(|p| (self.last_seen_ns.get(p as usize).copied().unwrap_or(NEVER), p)).collect();
+        let key = |p: PageIdx| {
+            let i = p as usize;
+            // Rates are finite and ≥ 0, so their bit patterns order like the values.
+            (self.rate.get(i).copied().unwrap_or(0.0).to_bits(), self.last_seen_ns.get(i).copied().unwrap_or(NEVER), p)
+        };
+        let mut v: Vec<(u32, u64, PageIdx)> = pages_in(snap, tier).map(key).collect();
         if n < v.len() {
             v.select_nth_unstable(n);
             v.truncate(n);
         }
         v.sort_unstable();
-        v.into_iter().map(|(_, p)| p).collect()
+        v.into_iter().map(|(_, _, p)| p).collect()
     }
     /// kswapd alone (no promotions): demote to the promotion watermark if free memory is
     /// below the low watermark or a promotion failed.
@@ -474,11 +510,15 @@ mod tests {
         let t = Tpp::new(TppConfig::default());
         match Policy::tracker(&t) {
             TrackerSpec::HintFault { scan_period_ns, scan_pages, tiers } => {
-                assert_eq!(scan_period_ns, 1_000_000_000);
+                assert_eq!(scan_period_ns, 100_000_000, "task_scan_min() floor");
                 assert_eq!(scan_pages, 128, "256 MiB of 2 MiB pages");
-                assert!(!tiers.contains(&FAST), "tiering mode does not scan the top tier");
-                assert!(tiers.contains(&SLOW));
+                assert!(tiers.contains(&FAST) && tiers.contains(&SLOW));
             }
+            other => panic!("{other:?}"),
+        }
+        let strict = Tpp::new(TppConfig { scan_default_tier: false, ..TppConfig::default() });
+        match Policy::tracker(&strict) {
+            TrackerSpec::HintFault { tiers, .. } => assert!(!tiers.contains(&FAST), "tiering mode does not mark the top tier"),
             other => panic!("{other:?}"),
         }
         let t4k = Tpp::new(TppConfig { scan_page_bytes: Some(4096), ..TppConfig::default() });
@@ -548,6 +588,29 @@ mod tests {
         assert_eq!(plan.moves.last().unwrap().to, FAST);
         w.apply(&plan);
         assert_eq!(free_pages(&w.snap(), FAST), 7);
+    }
+
+    #[test]
+    fn kswapd_prefers_pages_with_slow_faults() {
+        // Full 100-page default tier. Pages 0..10 faulted fast (hot), 10..20 slowly (cold);
+        // the others were never seen (rate 0) and go first.
+        let mut w = World::new(200, 100, 100, 200);
+        let mut t = Tpp::new(TppConfig { min_free_kbytes: Some(4096), watermark_scale_factor: 200, ..TppConfig::default() });
+        for p in 0..10 {
+            fault(&mut w, p, 0.01);
+        }
+        for p in 10..20 {
+            fault(&mut w, p, 500.0);
+        }
+        t.ingest(&w.snap());
+        let order = t.coldest_pages(&w.snap(), FAST, 100);
+        assert_eq!(&order[..80], &(20..100).collect::<Vec<_>>()[..]);
+        assert_eq!(&order[80..90], &(10..20).collect::<Vec<_>>()[..]);
+        assert_eq!(&order[90..], &(0..10).collect::<Vec<_>>()[..]);
+        // Faults on default-tier pages never promote (or move anything by themselves).
+        let plan = t.decide(&w.snap());
+        assert!(moved_to(&plan, FAST).is_empty());
+        assert!(moved_to(&plan, SLOW).iter().all(|&p| p >= 20), "hot pages are not demoted: {plan:?}");
     }
 
     #[test]
