@@ -113,6 +113,10 @@ pub fn trace(c: TraceCommand) -> Result<()> {
                 let _ = std::fs::remove_file(&text);
             }
             let st = st?;
+            if st.header.records == 0 {
+                let _ = std::fs::remove_file(&out);
+                return Err(Error::trace(format!("valgrind recorded no data accesses of {} (did it start? rerun with --keep-text FILE to see valgrind's log)", command[0])));
+            }
             print_convert(&text, &out, &st);
             Ok(())
         }
