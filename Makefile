@@ -78,19 +78,29 @@ demo: setup
 
 # ---- tests ---------------------------------------------------------------------------
 
-test: setup test-rust test-python
+# --release: the same profile as `make setup`, so only the test harnesses are compiled
+# (simulations are slow unoptimised). tiermem-py has no Rust tests (tests/python covers it).
+CARGO_TEST := $(CARGO) test --workspace --exclude tiermem-py --release --no-fail-fast
+# pytest exits 5 when it collects nothing: treat that as a failure, never as a pass.
+PYTEST := $(PY) -m pytest -q tests/python; prc=$$?; \
+	  if [ $$prc -eq 5 ]; then echo "pytest collected no tests" >&2; prc=1; fi; [ $$prc -eq 0 ]
 
-# TIERMEM_SKIP_E2E=1: tests that boot VMs, trace real programs etc. skip themselves.
+# Both suites always run; the target fails if either did.
+test: setup
+	@rc=0; \
+	 echo "== cargo test"; $(CARGO_TEST) || rc=1; \
+	 echo "== pytest"; { $(PYTEST); } || rc=1; \
+	 if [ $$rc -ne 0 ]; then echo "make test: FAILED (see above)" >&2; fi; exit $$rc
+
+# TIERMEM_SKIP_E2E=1: heavy end-to-end tests (real programs, VMs, full simulations) skip.
 test-fast: export TIERMEM_SKIP_E2E := 1
 test-fast: test
 
 test-rust: setup
-	$(CARGO) test --workspace --exclude tiermem-py --release
+	$(CARGO_TEST)
 
-# pytest exits 5 when it collects nothing: treat that as a failure, never as a pass.
 test-python: setup
-	@$(PY) -m pytest -q tests/python; rc=$$?; \
-	 if [ $$rc -eq 5 ]; then echo "test-python: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+	@$(PYTEST)
 
 # ---- bench and docs ------------------------------------------------------------------
 
