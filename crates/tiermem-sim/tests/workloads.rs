@@ -8,10 +8,25 @@ use tiermem_core::ErrorKind;
 use tiermem_sim::workload::trace::{self, RecordKind, TraceFormat, TraceReplay};
 use tiermem_sim::workload::{build, Workload, WorkloadConfig};
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tiermem-workloads-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A per-test scratch directory, removed when the test ends (pass or fail).
+struct TmpDir(PathBuf);
+
+impl TmpDir {
+    fn new(test: &str) -> TmpDir {
+        let d = std::env::temp_dir().join(format!("tiermem-workloads-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TmpDir(d)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn workload(text: &str) -> WorkloadConfig {
@@ -63,7 +78,8 @@ fn drain(w: &mut dyn Workload) -> Vec<(u32, bool)> {
 
 #[test]
 fn real_lackey_trace_records_convert_and_replay() {
-    let log = tmp("true.lackey");
+    let d = TmpDir::new("real_lackey_trace_records_convert_and_replay");
+    let log = d.path("true.lackey");
     record(&["/bin/true"], &log);
     let (lines, write_lines) = count_data_lines(&log);
     assert!(lines > 1000, "a real program makes thousands of data accesses, got {lines}");
@@ -85,7 +101,7 @@ fn real_lackey_trace_records_convert_and_replay() {
     assert!(seen.iter().all(|&s| s));
 
     // Convert to binary: same counts, and the same replay.
-    let bin = tmp("true.tmt");
+    let bin = d.path("true.tmt");
     let st = trace::convert_lackey(&log, &bin, 4096).unwrap();
     assert_eq!(st.header.records, lines);
     assert_eq!(st.counts.stores + st.counts.modifies, write_lines);
@@ -119,7 +135,8 @@ fn real_lackey_trace_records_convert_and_replay() {
 
 #[test]
 fn binary_round_trip_exact() {
-    let path = tmp("rt.tmt");
+    let d = TmpDir::new("binary_round_trip_exact");
+    let path = d.path("rt.tmt");
     let recs: Vec<(u64, RecordKind)> = vec![
         (0x1000, RecordKind::Load),
         (0x1000, RecordKind::Store),
@@ -142,20 +159,21 @@ fn binary_round_trip_exact() {
 
 #[test]
 fn truncated_and_corrupt_binary_are_trace_errors_with_offsets() {
-    let lackey = tmp("small.lackey");
+    let d = TmpDir::new("truncated_and_corrupt_binary_are_trace_errors_with_offsets");
+    let lackey = d.path("small.lackey");
     let mut text = String::from("==1== Lackey\nI  0400000,3\n");
     for i in 0..200u64 {
         text += &format!(" L {:x},8\n S {:x},4\n", 0x10_0000 + i * 4096 * (i % 7), 0x20_0000 + i * 64);
     }
     std::fs::write(&lackey, text).unwrap();
-    let bin = tmp("small.tmt");
+    let bin = d.path("small.tmt");
     let st = trace::convert_lackey(&lackey, &bin, 4096).unwrap();
     assert_eq!(st.header.records, 400);
     let bytes = std::fs::read(&bin).unwrap();
 
     // Truncated: in the header, in the records, in the checksum.
     for cut in [10usize, 45, bytes.len() - 20, bytes.len() - 3] {
-        let p = tmp(&format!("cut{cut}.tmt"));
+        let p = d.path(&format!("cut{cut}.tmt"));
         std::fs::write(&p, &bytes[..cut]).unwrap();
         let e = trace::read_binary(&p, |_, _| {}).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Trace, "{e}");
@@ -167,7 +185,7 @@ fn truncated_and_corrupt_binary_are_trace_errors_with_offsets() {
     // A flipped bit in a record: checksum (or flags) catch it.
     let mut bad = bytes.clone();
     bad[60] ^= 0x04;
-    let p = tmp("flip.tmt");
+    let p = d.path("flip.tmt");
     std::fs::write(&p, &bad).unwrap();
     let e = trace::read_binary(&p, |_, _| {}).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Trace);
@@ -185,7 +203,7 @@ fn truncated_and_corrupt_binary_are_trace_errors_with_offsets() {
     let e = trace::read_binary(&p, |_, _| {}).unwrap_err();
     assert!(e.to_string().contains("version 2") && e.to_string().contains("byte offset 8"), "{e}");
     // Machine pages finer than the trace's compaction.
-    let coarse = tmp("coarse.tmt");
+    let coarse = d.path("coarse.tmt");
     trace::convert_lackey(&lackey, &coarse, 2 << 20).unwrap();
     let e = TraceReplay::open(&coarse, 4096, false).err().unwrap();
     assert!(e.to_string().contains("machine.page_size"), "{e}");
@@ -193,14 +211,15 @@ fn truncated_and_corrupt_binary_are_trace_errors_with_offsets() {
 
 #[test]
 fn malformed_lackey_line_names_file_and_line() {
-    let p = tmp("bad.lackey");
+    let d = TmpDir::new("malformed_lackey_line_names_file_and_line");
+    let p = d.path("bad.lackey");
     std::fs::write(&p, "==7== Lackey\nI  0400000,3\n L 1ffefffd58,8\n S 1ffefffd50,8\n L zz12,8\n").unwrap();
     let e = TraceReplay::open(&p, 4096, false).err().unwrap();
     assert_eq!(e.kind, ErrorKind::Trace);
     assert_eq!(e.kind.exit_code(), 2);
     let s = e.to_string();
     assert!(s.contains(&format!("{}:5:", p.display())) && s.contains(" L zz12,8"), "{s}");
-    let e = trace::convert_lackey(&p, &tmp("bad.tmt"), 4096).unwrap_err();
+    let e = trace::convert_lackey(&p, &d.path("bad.tmt"), 4096).unwrap_err();
     assert!(e.to_string().contains(":5:"), "{e}");
     // Missing file: a Trace error naming it.
     let e = TraceReplay::open(Path::new("/nonexistent/x.lackey"), 4096, false).err().unwrap();
