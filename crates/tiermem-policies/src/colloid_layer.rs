@@ -10,33 +10,11 @@
 //!   tier, whose pages also get hint faults) if `p_page ≤` the remaining Δp.
 
 use crate::colloid::{decide_shift, ColloidParams, LatencyMeter, Mode, Watermarks};
+use crate::heat::HeatModel;
 use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Snapshot, TierId, TrackerSpec};
 
-/// What Colloid needs from a base system.
-pub trait ColloidBase: Send {
-    /// The base's config name ("hemem", "memtis", "tpp").
-    fn base_name(&self) -> String;
-    fn tracker(&self) -> TrackerSpec;
-    fn quantum_ns(&self) -> u64;
-    /// The base's static migration limit M per quantum.
-    fn migration_limit_bytes(&self) -> Option<u64>;
-    /// Fold this quantum's heat events into the base's state (counts, histograms, cooling).
-    fn ingest(&mut self, snap: &Snapshot<'_>);
-    /// The base's access-probability estimate for a page: its count over all counts.
-    fn access_probability(&self, page: PageIdx) -> f64;
-    /// The base's heat value for a page (its decayed access count), which orders its lists.
-    fn heat(&self, page: PageIdx) -> f64;
-    /// The heat value at which the base cools (HeMem's COOLING_THRESHOLD); bins divide 0..this.
-    fn heat_ceiling(&self) -> f64;
-    /// Moves the base makes for capacity regardless of Colloid (TPP's kswapd, MEMTIS's
-    /// default-tier kmigraterd). Default: none.
-    fn capacity_moves(&mut self, _snap: &Snapshot<'_>) -> Plan {
-        Plan::default()
-    }
-}
-
 /// Colloid layered over a base system.
-pub struct Colloid<B: ColloidBase> {
+pub struct Colloid<B: HeatModel> {
     pub base: B,
     pub params: ColloidParams,
     meter: LatencyMeter,
@@ -47,28 +25,37 @@ pub struct Colloid<B: ColloidBase> {
     pub last: Option<crate::colloid::Shift>,
 }
 
-impl<B: ColloidBase> Colloid<B> {
+impl<B: HeatModel> Colloid<B> {
     pub fn new(base: B, params: ColloidParams) -> Self {
         let meter = LatencyMeter::new(params.ewma_alpha);
         Colloid { base, params, meter, marks: Watermarks::default(), bins: 5, last: None }
     }
 
     fn is_hint_fault_base(&self) -> bool {
-        matches!(self.base.tracker(), TrackerSpec::HintFault { .. })
+        fn has_hint_faults(t: &TrackerSpec) -> bool {
+            match t {
+                TrackerSpec::HintFault { .. } => true,
+                TrackerSpec::Combined(ts) => ts.iter().any(has_hint_faults),
+                _ => false,
+            }
+        }
+        has_hint_faults(&self.base.tracker())
+    }
+
+    fn bin_of(&self, heat: f64) -> usize {
+        let ceiling = self.base.heat_ceiling().max(1e-9);
+        ((heat / ceiling * self.bins as f64) as usize).min(self.bins - 1)
     }
 
     /// List-based FINDPAGES: bins from hottest to coldest; a page is taken if its
     /// probability fits in what is left of Δp; stop at Δp, the limit, or no candidates.
     fn find_from_lists(&self, snap: &Snapshot<'_>, from: TierId, delta_p: f64, limit_pages: u64) -> Vec<PageIdx> {
-        let ceiling = self.base.heat_ceiling().max(1e-9);
         let mut bins: Vec<Vec<PageIdx>> = vec![Vec::new(); self.bins];
         for (page, tier) in snap.placement.iter().enumerate() {
             if *tier != from {
                 continue;
             }
-            let heat = self.base.heat(page as PageIdx);
-            let b = ((heat / ceiling * self.bins as f64) as usize).min(self.bins - 1);
-            bins[b].push(page as PageIdx);
+            bins[self.bin_of(self.base.heat(page as PageIdx))].push(page as PageIdx);
         }
         let mut left = delta_p;
         let mut out = Vec::new();
@@ -108,22 +95,26 @@ impl<B: ColloidBase> Colloid<B> {
     }
 }
 
-impl<B: ColloidBase> Policy for Colloid<B> {
+impl<B: HeatModel> Policy for Colloid<B> {
     fn name(&self) -> String {
-        format!("{}+colloid", self.base.base_name())
+        format!("{}+colloid", self.base.system())
     }
     fn tracker(&self) -> TrackerSpec {
-        match self.base.tracker() {
-            // TPP+Colloid also takes hint faults on default-tier pages, to find hot pages to
-            // demote (§4.3).
-            TrackerSpec::HintFault { scan_period_ns, scan_pages, mut tiers } => {
-                if !tiers.contains(&TierId::DEFAULT) {
-                    tiers.insert(0, TierId::DEFAULT);
+        // TPP+Colloid also takes hint faults on default-tier pages, to find hot pages to
+        // demote (§4.3).
+        fn with_default_tier(t: TrackerSpec) -> TrackerSpec {
+            match t {
+                TrackerSpec::HintFault { scan_period_ns, scan_pages, mut tiers } => {
+                    if !tiers.contains(&TierId::DEFAULT) {
+                        tiers.insert(0, TierId::DEFAULT);
+                    }
+                    TrackerSpec::HintFault { scan_period_ns, scan_pages, tiers }
                 }
-                TrackerSpec::HintFault { scan_period_ns, scan_pages, tiers }
+                TrackerSpec::Combined(ts) => TrackerSpec::Combined(ts.into_iter().map(with_default_tier).collect()),
+                other => other,
             }
-            other => other,
         }
+        with_default_tier(self.base.tracker())
     }
     fn quantum_ns(&self) -> u64 {
         self.base.quantum_ns()
@@ -134,20 +125,23 @@ impl<B: ColloidBase> Policy for Colloid<B> {
     fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
         self.base.ingest(snap);
         self.meter.update(snap);
-        let mut plan = self.base.capacity_moves(snap);
+        // The base's capacity moves go after Colloid's: a shared quota must not let
+        // proactive demotion (MEMTIS) starve the balancing moves.
+        let capacity = self.base.capacity_moves(snap);
+        let mut plan = Plan::default();
         if snap.tiers.len() < 2 {
-            return plan;
+            return capacity;
         }
         // Two tiers per Colloid §3; with more, balance each adjacent pair (§3.1's recursive
         // argument) — here the first pair, which the reproductions use.
         let (fast, slow) = (TierId(0), TierId(1));
         let Some(shift) = decide_shift(&self.meter, &mut self.marks, snap, 0, 1, self.base.migration_limit_bytes(), &self.params)
         else {
-            return plan;
+            return capacity;
         };
         self.last = Some(shift);
         if shift.delta_p <= 0.0 || shift.limit_bytes < snap.page_bytes {
-            return plan;
+            return capacity;
         }
         let limit_pages = shift.limit_bytes / snap.page_bytes;
         let (from, to) = match shift.mode {
@@ -162,8 +156,9 @@ impl<B: ColloidBase> Policy for Colloid<B> {
         let mut chosen = chosen;
         if to == fast {
             // Promotion into a full default tier swaps with its coldest pages, as the base
-            // systems do — but only for a candidate hotter than the page it displaces, so
-            // that cold pages are not churned when the hot set is already in place.
+            // systems do — but only for a candidate in a hotter frequency bin than the page
+            // it displaces, so that sampling noise does not churn cold pages once the hot
+            // set is in place.
             let free = (snap.free_bytes(fast) / snap.page_bytes) as usize;
             if chosen.len() > free {
                 let mut victims: Vec<(f64, PageIdx)> = snap
@@ -181,7 +176,7 @@ impl<B: ColloidBase> Policy for Colloid<B> {
                 victims.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
                 let mut kept = chosen[..free.min(chosen.len())].to_vec();
                 for (cand, (vheat, victim)) in chosen[free.min(chosen.len())..].iter().zip(victims) {
-                    if self.base.heat(*cand) > vheat {
+                    if self.bin_of(self.base.heat(*cand)) > self.bin_of(vheat) {
                         plan.push(victim, slow);
                         kept.push(*cand);
                     }
@@ -191,6 +186,13 @@ impl<B: ColloidBase> Policy for Colloid<B> {
         }
         for p in chosen {
             plan.push(p, to);
+        }
+        // Swap victims and chosen pages first, then the base's own capacity moves (skipping
+        // pages Colloid already moves).
+        for mv in capacity.moves {
+            if !plan.moves.iter().any(|m| m.range == mv.range) {
+                plan.moves.push(mv);
+            }
         }
         plan
     }

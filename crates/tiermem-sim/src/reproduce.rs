@@ -153,10 +153,15 @@ pub fn parallel_map<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) 
 pub const BASELINES: &[&str] = &["hemem", "tpp", "memtis"];
 
 /// Run durations (virtual seconds) long enough for each system to reach steady state.
+/// TPP scans 256 MB of the alternate tier per second (Linux defaults), so finding a 24 GB
+/// hot set takes minutes, as in the paper (§5.2: "100s of seconds"); MEMTIS decides every
+/// 500 ms; HeMem every 10 ms.
 fn duration_for(system: &str, quick: bool) -> f64 {
     match (system, quick) {
-        ("tpp", false) => 300.0,
-        ("tpp", true) => 120.0,
+        ("tpp", false) => 400.0,
+        ("tpp", true) => 300.0,
+        ("memtis", false) => 90.0,
+        ("memtis", true) => 60.0,
         (_, false) => 60.0,
         (_, true) => 30.0,
     }
