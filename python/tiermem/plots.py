@@ -150,7 +150,12 @@ def grouped_bars(
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     if legend and names:
-        ax.legend(fontsize="small")
+        # Legend in a band of headroom above the bars, so it never hides one.
+        ncols = min(len(names), 4)
+        legend_rows = -(-len(names) // ncols)
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, hi * (1.08 + 0.1 * legend_rows))
+        ax.legend(fontsize="small", ncols=ncols, loc="upper center")
 
 
 def heatmap(
@@ -369,7 +374,8 @@ def plot_colloid_fig1(directory: Path) -> list[Path]:
         grouped_bars(axes[0, 0], rows, "contention", "system", "default_tier_share",
                      series_order=SYSTEM_ORDER, series_label=_system_label, group_label=_contention_label,
                      scale=100.0, ylabel="default-tier share (%)", xlabel="memory interconnect contention")
-        axes[0, 0].set_ylim(0, 105)
+        axes[0, 0].set_ylim(0, 100 * (1.08 + 0.1))
+        axes[0, 0].set_yticks(range(0, 101, 20))
         axes[0, 0].set_title("Share of app bandwidth served by the default tier (Colloid Fig. 2b)")
         written.append(save(fig, directory / "fig2b_share.png"))
     return written
