@@ -3,7 +3,8 @@
 #   make demo    set everything up, reproduce Colloid Fig. 1 (quick), run the runtime demo
 #   make test    set everything up, run the Rust and Python test suites (what CI runs)
 #
-# Other targets: setup, test-fast (skips heavy end-to-end tests), bench, docs-results,
+# Other targets: setup, test-fast (skips heavy end-to-end tests), bench (BENCH="sim ..."
+# runs only those steps), docs-results,
 # lock (regenerate requirements-dev.lock), clean-venv, help.
 #
 # One cargo profile everywhere (release): `make setup`, `make test`, `make bench` and the
@@ -105,7 +106,7 @@ test-python: setup
 # ---- bench and docs ------------------------------------------------------------------
 
 bench: setup
-	bash scripts/bench.sh
+	bash scripts/bench.sh $(BENCH)
 
 docs-results: venv
 	PYTHONPATH=$(CURDIR)/python $(PY) -m tiermem.results_page $(OUT) docs/results.md

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Benchmark dispatcher (`make bench`): runs every bench/*/run.sh, then times the Colloid
 # Fig. 1 reproduction (quick and full) with the release binary, and prints a summary.
-# Each step's output goes to out/bench/<name>.log; a failing step is reported, not fatal.
+# Each step's output goes to out/bench/<name>.log; a failing step is reported (and makes
+# the exit status 1) but does not stop the others.
+#
+#   scripts/bench.sh                  every step
+#   scripts/bench.sh sim colloid-fig1-quick   only the named steps (bench dir names,
+#                                     colloid-fig1-quick, colloid-fig1-full)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,12 +15,20 @@ BIN=target/release/tiermem
 LOGS=out/bench
 mkdir -p "$LOGS"
 
+ONLY=("$@")
 names=()
 secs=()
 codes=()
 
+selected() {  # selected NAME: true when no names were given or NAME is one of them
+    [ "${#ONLY[@]}" -eq 0 ] && return 0
+    local n; for n in "${ONLY[@]}"; do [ "$n" = "$1" ] && return 0; done
+    return 1
+}
+
 run_step() {  # run_step NAME CMD...
     local name=$1; shift
+    selected "$name" || return 0
     local log="$LOGS/$name.log"
     echo "== $name: $*"
     local start=$SECONDS

@@ -56,6 +56,10 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
+#: Columns that identify a row: shown first, in this order.
+_KEY_COLUMNS = ("experiment", "scenario", "system", "colloid", "contention", "alt_latency_ratio", "object_size")
+
+
 def render_section(summary: Mapping[str, Any], name: str, images: Sequence[str]) -> list[str]:
     """Markdown lines for one summary; ``images`` are link targets relative to the page."""
     lines = [f"## {name}", ""]
@@ -66,7 +70,7 @@ def render_section(summary: Mapping[str, Any], name: str, images: Sequence[str])
             lines.append(f"- {k}: {_fmt(v)}")
         if settings:
             lines.append("")
-        header: list[str] = []
+        header: list[str] = [k for k in _KEY_COLUMNS if any(k in r for r in rows)]
         for r in rows:
             for k in r:
                 if k not in header:

@@ -23,7 +23,7 @@ def test_results_page(tmp_path):
     text = results_page.build(out, page)
     assert page.read_text() == text
     assert "## colloid-fig1" in text and "## x" in text
-    assert "| system | contention | throughput | default_tier_share |" in text
+    assert "| system | contention | throughput | default_tier_share |" in text  # key columns first
     assert "| hemem | 0 | 15,000,000 | 0.9 |" in text
     assert "- quick: yes" in text
     assert "| tiers.dram.share | 0.5 |" in text
