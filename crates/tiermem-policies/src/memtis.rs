@@ -358,10 +358,11 @@ impl HeatModel for Memtis {
     fn total_heat(&self) -> f64 {
         self.total
     }
-    /// The count at which pages are hot (2^active_threshold): a Colloid layer's bins put
-    /// every hot page in the top bin, i.e. it scans the hot list first (Colloid §4.2).
+    /// 5/4 of the hot count 2^active_threshold: with a Colloid layer's 5 equal bins over
+    /// `0..ceiling`, the top bin (≥ 4/5 of the ceiling) is exactly the hot list, which
+    /// MEMTIS+Colloid scans (Colloid §4.2).
     fn heat_ceiling(&self) -> f64 {
-        (1u64 << self.active_threshold.min(31)) as f64
+        (1u64 << self.active_threshold.min(31)) as f64 * 1.25
     }
     fn is_hot(&self, page: PageIdx) -> bool {
         self.bin(page) >= self.active_threshold as usize
@@ -371,20 +372,30 @@ impl HeatModel for Memtis {
         v.truncate(n);
         v
     }
-    /// The default-tier kmigraterd alone: demote cold pages (all of them when proactive,
-    /// else only below the demotion watermark), within the migration limit.
+    /// The default-tier kmigraterd alone (what a layer keeps, Colloid §4.2): below the
+    /// demotion watermark, demote cold pages until the promotion watermark, within the
+    /// migration limit; proactive demotion of the remaining cold pages takes at most half of
+    /// the limit, so that the layer's own moves (which share the quota and come after these
+    /// in the plan) are not starved while a large cold population drains.
     fn capacity_moves(&mut self, snap: &Snapshot<'_>) -> Plan {
         let mut plan = Plan::default();
         if snap.tiers.len() < 2 {
             return plan;
         }
-        let mut budget = Budget::new(HeatModel::migration_limit_bytes(self), snap.page_bytes);
+        let limit = HeatModel::migration_limit_bytes(self);
+        let mut budget = Budget::new(limit, snap.page_bytes);
+        let mut proactive_budget = Budget::new(limit.map(|l| l / 2), snap.page_bytes);
         let warm = self.warm_threshold as usize;
         let mut free = free_pages(snap, FAST);
         let (demo_wm, promo_wm) = (self.demo_wm(snap), self.promo_wm(snap));
         let mut below = free < demo_wm;
         for v in self.coldest(snap, FAST, |p| self.bin(p) < warm) {
-            if !(self.cfg.proactive_demotion || below) || !budget.take(1) {
+            let ok = if below {
+                budget.take(1)
+            } else {
+                self.cfg.proactive_demotion && proactive_budget.take(1) && budget.take(1)
+            };
+            if !ok {
                 break;
             }
             plan.push(v, SLOW);
@@ -549,6 +560,23 @@ mod tests {
         let mut m = Memtis::new(MemtisConfig { proactive_demotion: false, ..small(1_000_000) });
         let plan = m.decide(&w.snap());
         assert_eq!(moved_to(&plan, SLOW), vec![1, 2]);
+    }
+
+    #[test]
+    fn capacity_moves_leave_room_for_a_layer() {
+        // 100-page default tier, full of never-sampled (cold) pages, 20 % free in the alternate.
+        let mut w = World::new(300, 100, 100, 300);
+        // Budget 10 pages per quantum: 40 MiB/s · 0.5 s = 20 MiB.
+        let mut m = Memtis::new(MemtisConfig { migration_limit_mib_per_s: 40.0, ..small(1_000_000) });
+        m.warm_threshold = 1;
+        m.ingest(&w.snap());
+        // Below the 2 % demotion watermark (free 0 < 2): demote to the 3 % promotion
+        // watermark (3 pages) from the full budget, then proactively half of it (5 more).
+        let plan = m.capacity_moves(&w.snap());
+        assert_eq!(moved_to(&plan, SLOW), (0..8).collect::<Vec<_>>());
+        w.apply(&plan);
+        let plan = m.capacity_moves(&w.snap());
+        assert_eq!(moved_to(&plan, SLOW).len(), 5, "proactive: half of the 10-page budget");
     }
 
     #[test]
