@@ -8,6 +8,7 @@
 //! * [`build`] / [`build_layered`]: a policy from its config.
 
 pub mod colloid;
+pub mod colloid_layer;
 pub mod config;
 pub mod heat;
 pub mod hemem;
@@ -75,11 +76,13 @@ pub fn build_with(cfg: &PolicyConfig, colloid: Option<&ColloidParams>, ctx: Buil
     })
 }
 
-fn build_colloid(cfg: &PolicyConfig, _p: &ColloidParams, _ctx: BuildContext) -> Result<Box<dyn Policy>> {
-    Err(Error::config(format!(
-        "field `colloid`: the Colloid layer over \"{}\" is not wired in yet",
-        cfg.name()
-    )))
+/// Colloid over a base system's heat model (Colloid §4). `static` has none to layer over.
+fn build_colloid(cfg: &PolicyConfig, p: &ColloidParams, ctx: BuildContext) -> Result<Box<dyn Policy>> {
+    if let PolicyConfig::Static(_) = cfg {
+        return Err(Error::config("field `colloid`: Colloid needs a base system with a tracker (hemem, tpp or memtis), not \"static\""));
+    }
+    let base = build_heat_model(cfg, ctx)?;
+    Ok(Box::new(colloid_layer::Colloid::new(base, p.clone())))
 }
 
 #[cfg(test)]
@@ -96,6 +99,22 @@ mod tests {
         let tpp = PolicyConfig::default_for("tpp").unwrap();
         let p = build_with(&tpp, None, BuildContext { page_bytes: Some(4096) }).unwrap();
         assert!(matches!(p.tracker(), tiermem_core::TrackerSpec::HintFault { scan_pages: 65536, .. }));
+    }
+
+    #[test]
+    fn builds_colloid_layers() {
+        let params = ColloidParams::default();
+        for name in ["hemem", "tpp", "memtis"] {
+            let cfg = PolicyConfig::default_for(name).unwrap();
+            let p = build_layered(&cfg, Some(&params)).unwrap();
+            assert_eq!(p.name(), format!("{name}+colloid"));
+        }
+        let p = build_layered(&PolicyConfig::default_for("tpp").unwrap(), Some(&params)).unwrap();
+        match p.tracker() {
+            tiermem_core::TrackerSpec::HintFault { tiers, .. } => assert!(tiers.contains(&tiermem_core::TierId(0)), "TPP+Colloid scans the default tier too"),
+            other => panic!("{other:?}"),
+        }
+        assert!(build_layered(&PolicyConfig::default_for("static").unwrap(), Some(&params)).is_err());
     }
 
     #[test]
