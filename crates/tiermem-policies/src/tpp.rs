@@ -27,11 +27,14 @@
 //!   last hint fault implies (1 / time-to-fault; a page that is rarely accessed is the one
 //!   whose access bit is likely clear when kswapd looks), then by recency (last fault,
 //!   sample or promotion), then by page index (first-touch order). To have that signal for
-//!   default-tier pages, the scanner marks them too (`scan_default_tier = true`, the
-//!   default): the kernel's scan also walks top-tier memory — it only skips marking it —
-//!   so every page is revisited at the kernel's pace; faults on default-tier pages never
-//!   promote. `scan_default_tier = false` is the strict upstream tracker, and then pages of
-//!   the default tier are demoted least-recently-seen first.
+//!   default-tier pages, the scanner marks them too (`lru = "fault-rate"`, the default): the
+//!   kernel's scan also walks top-tier memory — it only skips marking it — so every page is
+//!   revisited at the kernel's pace; faults on default-tier pages never promote.
+//!   Alternatives: `lru = "access-bit"` keeps the upstream scanner (alternate tier only) and
+//!   adds an access-bit scan every `lru_scan_ms` (a combined tracker): victims are the pages
+//!   least recently seen accessed — the kernel's mechanism, blind where every page is
+//!   touched within a scan (e.g. GUPS on 2 MB pages); `lru = "recency"` is the upstream
+//!   scanner alone, victims least recently faulted or promoted.
 //! * Quantum: 10 ms, to approximate synchronous promotion and asynchronous kswapd.
 //!
 //! Defaults (Linux v6.3): `numa_balancing_scan_size_mb = 256`,
@@ -91,10 +94,14 @@ pub struct TppConfig {
     /// `vm.min_free_kbytes` of the default tier; absent = the kernel's formula for its size.
     #[serde(default)]
     pub min_free_kbytes: Option<u64>,
-    /// Mark default-tier pages too, as an access-bit surrogate for kswapd's LRU (see the
-    /// module docs); `false` = upstream tiering-mode scanning (alternate tier only).
-    #[serde(default = "d_true")]
-    pub scan_default_tier: bool,
+    /// What orders kswapd's victims (see the module docs): "fault-rate" (default),
+    /// "access-bit" or "recency".
+    #[serde(default)]
+    pub lru: TppLru,
+    /// Access-bit scan period for `lru = "access-bit"` (a modelling choice: the kernel ages
+    /// its LRU on demand, not on a clock).
+    #[serde(default = "d_lru_scan_ms")]
+    pub lru_scan_ms: f64,
     /// Page size the scan size is divided by (the tracker is declared before the backend
     /// reports its page size); `build_for` fills it from the backend. Absent = 2 MiB (THP).
     #[serde(default)]
@@ -119,6 +126,23 @@ fn d_rate_limit() -> f64 {
 fn d_true() -> bool {
     true
 }
+fn d_lru_scan_ms() -> f64 {
+    1000.0
+}
+
+/// How TPP's kswapd orders demotion victims (the kernel: its access-bit LRU).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TppLru {
+    /// Hint faults on every tier; lowest fault-implied access rate first.
+    #[default]
+    FaultRate,
+    /// Upstream hint faults plus an access-bit scan; least recently accessed first.
+    AccessBit,
+    /// Upstream hint faults only; least recently faulted/promoted first.
+    Recency,
+}
+
 fn d_wsf() -> u32 {
     10
 }
@@ -138,7 +162,8 @@ impl Default for TppConfig {
             adjust_threshold: true,
             watermark_scale_factor: d_wsf(),
             min_free_kbytes: None,
-            scan_default_tier: true,
+            lru: TppLru::default(),
+            lru_scan_ms: d_lru_scan_ms(),
             scan_page_bytes: None,
         }
     }
@@ -335,9 +360,16 @@ impl HeatModel for Tpp {
     }
     fn tracker(&self) -> TrackerSpec {
         let scan_pages = (self.cfg.scan_size_mb * MIB / self.scan_page_bytes()).max(1);
-        // Tiering mode skips top-tier pages; with `scan_default_tier` we mark them as well.
-        let first = if self.cfg.scan_default_tier { 0 } else { 1 };
-        TrackerSpec::HintFault { scan_period_ns: ms_to_ns(self.scan_interval_ms()), scan_pages, tiers: (first..8).map(TierId).collect() }
+        // Tiering mode skips top-tier pages; with `lru = "fault-rate"` we mark them as well.
+        let first = if self.cfg.lru == TppLru::FaultRate { 0 } else { 1 };
+        let faults =
+            TrackerSpec::HintFault { scan_period_ns: ms_to_ns(self.scan_interval_ms()), scan_pages, tiers: (first..8).map(TierId).collect() };
+        match self.cfg.lru {
+            TppLru::AccessBit => {
+                TrackerSpec::Combined(vec![faults, TrackerSpec::AccessBit { scan_period_ns: ms_to_ns(self.cfg.lru_scan_ms) }])
+            }
+            _ => faults,
+        }
     }
     fn quantum_ns(&self) -> u64 {
         ms_to_ns(self.cfg.quantum_ms)
@@ -414,10 +446,12 @@ impl HeatModel for Tpp {
     /// The inactive-list approximation: lowest fault-implied access rate first, then least
     /// recently seen, then page index.
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
+        let by_rate = self.cfg.lru == TppLru::FaultRate;
         let key = |p: PageIdx| {
             let i = p as usize;
             // Rates are finite and ≥ 0, so their bit patterns order like the values.
-            (self.rate.get(i).copied().unwrap_or(0.0).to_bits(), self.last_seen_ns.get(i).copied().unwrap_or(NEVER), p)
+            let rate = if by_rate { self.rate.get(i).copied().unwrap_or(0.0).to_bits() } else { 0 };
+            (rate, self.last_seen_ns.get(i).copied().unwrap_or(NEVER), p)
         };
         let mut v: Vec<(u32, u64, PageIdx)> = pages_in(snap, tier).map(key).collect();
         if n < v.len() {
@@ -516,9 +550,17 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let strict = Tpp::new(TppConfig { scan_default_tier: false, ..TppConfig::default() });
+        let strict = Tpp::new(TppConfig { lru: TppLru::Recency, ..TppConfig::default() });
         match Policy::tracker(&strict) {
             TrackerSpec::HintFault { tiers, .. } => assert!(!tiers.contains(&FAST), "tiering mode does not mark the top tier"),
+            other => panic!("{other:?}"),
+        }
+        let ab = Tpp::new(TppConfig { lru: TppLru::AccessBit, ..TppConfig::default() });
+        match Policy::tracker(&ab) {
+            TrackerSpec::Combined(ts) => {
+                assert!(matches!(&ts[0], TrackerSpec::HintFault { tiers, .. } if !tiers.contains(&FAST)));
+                assert_eq!(ts[1], TrackerSpec::AccessBit { scan_period_ns: 1_000_000_000 });
+            }
             other => panic!("{other:?}"),
         }
         let t4k = Tpp::new(TppConfig { scan_page_bytes: Some(4096), ..TppConfig::default() });
@@ -611,6 +653,23 @@ mod tests {
         let plan = t.decide(&w.snap());
         assert!(moved_to(&plan, FAST).is_empty());
         assert!(moved_to(&plan, SLOW).iter().all(|&p| p >= 20), "hot pages are not demoted: {plan:?}");
+    }
+
+    #[test]
+    fn access_bit_lru_demotes_least_recently_accessed() {
+        let mut w = World::new(200, 100, 100, 200);
+        let mut t = Tpp::new(TppConfig { lru: TppLru::AccessBit, min_free_kbytes: Some(4096), watermark_scale_factor: 200, ..TppConfig::default() });
+        // Every default-tier page but 40..50 was seen accessed at t = 0; 40..50 never.
+        for p in (0..100u32).filter(|p| !(40..50).contains(p)) {
+            w.events.push(HeatEvent::Accessed { page: p });
+        }
+        // Any observation makes a page recently seen (here a fault on page 45).
+        fault(&mut w, 45, 0.001);
+        w.now_ns = 5;
+        let plan = t.decide(&w.snap());
+        // Free 0 < low: kswapd demotes 8 pages to the promo watermark: 40..50 minus 45 first,
+        // then the earliest-seen others.
+        assert_eq!(moved_to(&plan, SLOW), vec![40, 41, 42, 43, 44, 46, 47, 48]);
     }
 
     #[test]

@@ -229,7 +229,7 @@ fn tpp_moves_the_hot_set_into_the_default_tier() {
     // The strict upstream tracker (alternate tier only) has no signal to order kswapd's
     // victims but recency; report what it reaches.
     let mut m = Machine::new(2000, 400, 600);
-    let mut p = system("[policy]\npolicy = \"tpp\"\nscan_size_mb = 80\nmin_free_kbytes = 8192\nscan_default_tier = false\n");
+    let mut p = system("[policy]\npolicy = \"tpp\"\nscan_size_mb = 80\nmin_free_kbytes = 8192\nlru = \"recency\"\n");
     converge(p.as_mut(), &mut m, 6000, 2_000);
     eprintln!("tpp strict upstream tracker: {} of 400 hot pages in the default tier", m.hot_in_fast());
 }
