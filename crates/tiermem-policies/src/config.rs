@@ -18,6 +18,64 @@ use serde::{Deserialize, Serialize};
 use tiermem_core::config::Validate;
 use tiermem_core::Result;
 
+/// Every field of every system with its default value, as TOML (commented lines are
+/// optional fields whose default is computed). Tests check these parse to the defaults.
+pub const DEFAULTS_TOML: [(&str, &str); 4] = [
+    (
+        "hemem",
+        r#"[policy]
+policy = "hemem"
+sample_period = 19997                 # PEBS period (hemem src/pebs.h SAMPLE_PERIOD)
+hot_read_threshold = 4                # HOT_READ_THRESHOLD
+hot_write_threshold = 4               # HOT_WRITE_THRESHOLD
+cooling_threshold = 10                # PEBS_COOLING_THRESHOLD: halve all counts past this
+quantum_ms = 10.0                     # PEBS_KSWAPD_INTERVAL
+migration_limit_mib_per_s = 1024000.0 # PEBS_KSWAPD_MIGRATE_RATE: 10 GiB per 10 ms pass
+"#,
+    ),
+    (
+        "tpp",
+        r#"[policy]
+policy = "tpp"
+quantum_ms = 10.0                     # promotion is synchronous: short quantum
+scan_size_mb = 256                    # numa_balancing_scan_size_mb
+scan_period_min_ms = 1000.0           # numa_balancing_scan_period_min_ms (threshold period)
+# scan_interval_ms = 100.0            # default: task_scan_min() = 1000 * scan_size_mb / 2560
+hot_threshold_ms = 1000.0             # numa_balancing_hot_threshold_ms
+promote_rate_limit_mib_per_s = 65536.0 # numa_balancing_promote_rate_limit_MBps
+adjust_threshold = true               # numa_promotion_adjust_threshold
+watermark_scale_factor = 10           # vm.watermark_scale_factor
+# min_free_kbytes = 23170             # default: clamp(sqrt(16 * capacity_kB), 128, 262144)
+lru = "fault-rate"                    # kswapd victim order: fault-rate | access-bit | recency
+lru_scan_ms = 1000.0                  # access-bit scan period (lru = "access-bit")
+# scan_page_bytes = 2097152           # default: the backend's page size, else 2 MiB
+"#,
+    ),
+    (
+        "memtis",
+        r#"[policy]
+policy = "memtis"
+sample_period = 199                   # htmm_sample_period
+quantum_ms = 500.0                    # htmm_{promotion,demotion}_period_in_ms
+cooling_period_samples = 2000000      # htmm_cooling_period
+adaptation_period_samples = 100000    # htmm_adaptation_period
+thres_hot = 1                         # htmm_thres_hot: lowest hot bin
+warm = true                           # !htmm_nowarm
+promotion_watermark = 0.03            # get_memcg_promotion_watermark: 3 % of the tier
+demotion_watermark = 0.02             # get_memcg_demotion_watermark: 2 %
+proactive_demotion = true             # cold pages leave the default tier (Colloid §5.2)
+migration_limit_mib_per_s = 2048.0    # MAX_MIGRATION_RATE_IN_MBPS
+"#,
+    ),
+    (
+        "static",
+        r#"[policy]
+policy = "static"
+quantum_ms = 100.0                    # only the recording cadence: nothing ever moves
+"#,
+    ),
+];
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "policy", rename_all = "lowercase")]
 pub enum PolicyConfig {
@@ -88,6 +146,15 @@ mod tests {
             assert_eq!(Some(cfg.clone()), PolicyConfig::default_for(name));
             assert_eq!(cfg.name(), *name);
         }
+    }
+
+    #[test]
+    fn documented_defaults_are_the_defaults() {
+        for (name, text) in DEFAULTS_TOML {
+            let cfg = parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(Some(cfg), PolicyConfig::default_for(name), "{name}");
+        }
+        assert_eq!(DEFAULTS_TOML.map(|(n, _)| n), PolicyConfig::NAMES);
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub struct HememConfig {
     #[serde(default = "d_quantum_ms")]
     pub quantum_ms: f64,
     /// Migration limit in MiB per second: `PEBS_KSWAPD_MIGRATE_RATE` is 10 GiB per 10 ms
-    /// pass = 1 048 576 MiB/s (in practice the copy bandwidth binds first).
+    /// pass = 1 024 000 MiB/s (in practice the copy bandwidth binds first).
     #[serde(default = "d_limit")]
     pub migration_limit_mib_per_s: f64,
 }
