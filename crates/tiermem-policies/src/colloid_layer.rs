@@ -157,26 +157,21 @@ impl<B: HeatModel> Policy for Colloid<B> {
         if to == fast {
             // Promotion into a full default tier swaps with its coldest pages, as the base
             // systems do — but only for a candidate in a hotter frequency bin than the page
-            // it displaces, so that sampling noise does not churn cold pages once the hot
-            // set is in place.
+            // it displaces, or one the base calls hot displacing one it does not, so that
+            // sampling noise does not churn cold pages once the hot set is in place.
             let free = (snap.free_bytes(fast) / snap.page_bytes) as usize;
             if chosen.len() > free {
-                let mut victims: Vec<(f64, PageIdx)> = snap
-                    .placement
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, t)| **t == fast)
-                    .map(|(p, _)| (self.base.heat(p as PageIdx), p as PageIdx))
+                // The base's eviction order (HeMem: its cold list; TPP: the inactive list).
+                let victims: Vec<(f64, PageIdx)> = self
+                    .base
+                    .coldest_pages(snap, fast, chosen.len() - free)
+                    .into_iter()
+                    .map(|p| (self.base.heat(p), p))
                     .collect();
-                let k = (chosen.len() - free).min(victims.len());
-                if k > 0 && k < victims.len() {
-                    victims.select_nth_unstable_by(k, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                }
-                victims.truncate(k);
-                victims.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
                 let mut kept = chosen[..free.min(chosen.len())].to_vec();
                 for (cand, (vheat, victim)) in chosen[free.min(chosen.len())..].iter().zip(victims) {
-                    if self.bin_of(self.base.heat(*cand)) > self.bin_of(vheat) {
+                    let hotter_bin = self.bin_of(self.base.heat(*cand)) > self.bin_of(vheat);
+                    if hotter_bin || (self.base.is_hot(*cand) && !self.base.is_hot(victim)) {
                         plan.push(victim, slow);
                         kept.push(*cand);
                     }
