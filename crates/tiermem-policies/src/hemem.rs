@@ -235,7 +235,7 @@ impl Hemem {
     /// A tier's hot or cold list in FIFO order (head first).
     fn list(&self, snap: &Snapshot<'_>, tier: TierId, hot: bool) -> Vec<PageIdx> {
         let mut v: Vec<(u64, PageIdx)> = pages_in(snap, tier)
-            .filter(|&p| self.pages.get(p as usize).map_or(false, |s| s.hot) == hot)
+            .filter(|&p| self.pages.get(p as usize).is_some_and(|s| s.hot) == hot)
             .map(|p| (self.pages.get(p as usize).map_or(0, |s| s.seq), p))
             .collect();
         v.sort_unstable();
@@ -319,7 +319,7 @@ impl HeatModel for Hemem {
         self.cfg.cooling_threshold as f64
     }
     fn is_hot(&self, page: PageIdx) -> bool {
-        self.pages.get(page as usize).map_or(false, |s| s.hot)
+        self.pages.get(page as usize).is_some_and(|s| s.hot)
     }
     /// The cold list first (FIFO), then the hot list (FIFO).
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {

@@ -199,6 +199,8 @@ impl Memtis {
         self.bin(page) >= self.warm_threshold as usize
     }
 
+    // `u64::is_multiple_of` needs Rust 1.87; the workspace supports 1.80.
+    #[allow(unknown_lints, clippy::manual_is_multiple_of)]
     fn on_sample(&mut self, page: usize, max_hot: u64) {
         let c = self.counts[page];
         if c > 0 {
@@ -503,7 +505,7 @@ mod tests {
                 for _ in 0..1000 {
                     x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                     // Zipf-ish: square a uniform draw.
-                    let u = ((x >> 33) % 500) as u64;
+                    let u = (x >> 33) % 500;
                     w.events.push(HeatEvent::Sample { page: (u * u / 500) as u32, write: false });
                 }
                 let plan = m.decide(&w.snap());

@@ -106,6 +106,7 @@ impl Machine {
             match tracker {
                 TrackerSpec::Pebs { sample_period } => {
                     self.pebs_counter += 1;
+                    #[allow(unknown_lints, clippy::manual_is_multiple_of)]
                     if self.pebs_counter % sample_period == 0 {
                         events.push(HeatEvent::Sample { page: page as u32, write });
                     }
