@@ -32,6 +32,7 @@ SWAP_ON=0
 
 cleanup() {
     for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null; done
+    [[ -d $CG ]] && for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
     sleep 0.5
     for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill -9 "$p" 2>/dev/null; done
     if [[ -d $CG ]]; then
@@ -127,56 +128,67 @@ note "evicted $((after - before)) pages in $(python3 -c "print('%.2f' % ($t1 - $
 note ""
 
 # ---------------------------------------------------------------- 3. memcached
-note "## memcached + memcaslap ($DUR, 16 conns, 2 threads; values 1-4 KiB text)"
+NREC=${QUICK:+150000}; NREC=${NREC:-400000}
+note "## memcached + memcaslap"
 note ""
-note "| setup | ops/s | vs plain | DRAM (RSS or resident) | pools | total memory | saved |"
-note "|---|---|---|---|---|---|---|"
+note "Two data sets. *text*: $NREC JSON-like records (mc_fill.py, ~1 KiB-2.5 KiB, compressible like real"
+note "cache contents), then memcaslap's mixed load (90 % get / 10 % set, 16 conns, $DUR) on top."
+note "*random*: memcaslap's own values only (random bytes: incompressible; tiermem keeps such"
+note "pages in DRAM by design, max_compressed_bytes). Memory = RSS of memcached (for tiermem it"
+note "includes the pools, which live in the process) + the zswap pool for zswap. All values read"
+note "back and verified after each text run. zswap: its pool is charged to the cgroup (kernel 6.x),"
+note "so the limit covers DRAM + pool there, while tiermem's budget covers DRAM only; a run whose"
+note "memcached stalls at the limit or is OOM-killed shows 0 ops/s."
+note ""
+note "| data | setup | ops/s | vs plain | RSS | zswap pool | total | saved vs plain | verify |"
+note "|---|---|---|---|---|---|---|---|---|"
 if ! command -v memcached >/dev/null || ! command -v memcaslap >/dev/null; then
     note "(memcached/memcaslap not installed: apt-get install memcached libmemcached-tools)"
 else
-    PORT=22${RANDOM:0:3}
-    load_and_bench() {  # $1 = port; prints ops/s
-        # Fill: memcaslap set-only, then a timed mixed run (90 % get).
-        memcaslap -s 127.0.0.1:$1 -x ${QUICK:+20000}${QUICK:-120000} -c 8 -T 2 -X 2048 --cfg_cmd=$WORK/fill.cfg -d 1 >/dev/null 2>&1 || memcaslap -s 127.0.0.1:$1 -x 120000 -c 8 -T 2 -X 2048 -r 0.0 >/dev/null 2>&1
-        memcaslap -s 127.0.0.1:$1 -t $DUR -c 16 -T 2 -X 2048 2>/dev/null | awk '/^Run time/ {getline; getline} /TPS:/ {for(i=1;i<=NF;i++) if($i=="TPS:") t=$(i+1)} END {print t+0}'
+    PORT=$((20000 + RANDOM % 20000))
+    printf 'key\n64 64 1\nvalue\n1024 4096 1\ncmd\n0 1.0\n' > $WORK/fill.cfg
+    rss() { awk '/VmRSS/ {print $2 * 1024}' /proc/$1/status 2>/dev/null || echo 0; }
+    fmt() { python3 -c "print('%.1f MiB' % (${1:-0} / 1048576))"; }
+    pct() { python3 -c "print('%.0f %%' % (100.0 * ${1:-0} / max(1, ${2:-1})))"; }
+    wait_port() { for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+    slap() { memcaslap -s 127.0.0.1:$PORT -t $DUR -c 16 -T 2 2>/dev/null | awk '/TPS:/ {for(i=1;i<=NF;i++) if($i=="TPS:") t=$(i+1)} END {print t+0}'; }
+    # $1 = data (text|random), $2 = label, rest = how to start memcached (prefix)
+    one() {
+        local data=$1 label=$2; shift 2
+        "$@" memcached -l 127.0.0.1 -p $PORT -m 2048 -t 2 -U 0 -u root & MC=$!; PIDS+=($MC)
+        wait_port $PORT || { note "| $data | $label | (did not start) |"; return; }
+        local ver=-
+        if [[ $data == text ]]; then
+            timeout 300 python3 bench/runtime/mc_fill.py $PORT set $NREC
+        else
+            timeout 300 memcaslap -s 127.0.0.1:$PORT -x $((NREC / 2)) -c 8 -T 2 --cfg_cmd=$WORK/fill.cfg >/dev/null 2>&1
+        fi
+        sleep 2
+        local ops; ops=$(slap)
+        sleep 1
+        local r; r=$(rss $MC)
+        local zp=0
+        [[ $label == zswap* ]] && zp=$(awk '/^Zswap:/ {print $2 * 1024}' /proc/meminfo)
+        if [[ $data == text ]]; then
+            ver=$(timeout 300 python3 bench/runtime/mc_fill.py $PORT get $NREC | sed 's/verified //') || ver="FAILED: $ver"
+        fi
+        [[ $label == plain ]] && { PLAIN_OPS=$ops; PLAIN_MEM=$r; }
+        local tot=$((r + zp))
+        note "| $data | $label | $ops | $(pct $ops $PLAIN_OPS) | $(fmt $r) | $(fmt $zp) | $(fmt $tot) | $(python3 -c "print('%.0f %%' % (100.0 * (1 - $tot / max(1, $PLAIN_MEM))))") | $ver |"
+        kill $MC 2>/dev/null; sleep 0.3; kill -9 $MC 2>/dev/null; wait $MC 2>/dev/null
+        PORT=$((PORT + 1))
     }
-    printf 'key\n128 128 1\nvalue\n1024 4096 1\ncmd\n0 1.0\n' > $WORK/fill.cfg
-    rss() { awk '/VmRSS/ {print $2 * 1024}' /proc/$1/status; }
-    start_mc() { "$@" -l 127.0.0.1 -p $PORT -m 1024 -t 2 -U 0 -u root & MC=$!; PIDS+=($MC); for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.05; done; }
-    stop_mc() { kill $MC 2>/dev/null; wait $MC 2>/dev/null; PORT=$((PORT + 1)); }
-    fmt() { python3 -c "print('%.1f MiB' % ($1 / 1048576))"; }
-
-    start_mc memcached
-    plain_ops=$(load_and_bench $PORT); plain_rss=$(rss $MC)
-    stop_mc
-    note "| plain memcached | $plain_ops | 100 % | $(fmt $plain_rss) | - | $(fmt $plain_rss) | - |"
-    FOOT=$plain_rss
-    for pct in 100 50 25; do
-        start_mc "$T" run --dram-budget $pct% -- memcached
-        ops=$(load_and_bench $PORT)
-        sleep 0.5
-        st=$TIERMEM_RUN_DIR/$MC/stats.json
-        res=$(json $st "d['resident_bytes']"); pool=$(json $st "sum(t['pool_bytes'] for t in d['tiers'])")
-        r=$(rss $MC)
-        # Total = everything the process holds in DRAM (RSS: managed resident + unmanaged) + pools.
-        tot=$((r + 0))
-        note "| tiermem lz4 $pct % | $ops | $(python3 -c "print('%.0f %%' % (100.0 * $ops / max(1, $plain_ops)))") | $(fmt $res) managed ($(fmt $r) RSS) | $(fmt $pool) | $(fmt $tot) | $(python3 -c "print('%.0f %%' % (100.0 * (1 - $tot / $plain_rss)))") |"
-        stop_mc
+    for data in text random; do
+        one $data plain
+        for p in 100 50 25; do one $data "tiermem lz4 $p %" "$T" run --dram-budget $p% -- ; done
+        if zswap_setup; then
+            echo 1 > "$CG/memory.oom_control" 2>/dev/null || true   # stall, do not kill, at the limit
+            for p in 50 25; do
+                echo $((PLAIN_MEM * p / 100)) > "$CG/memory.limit_in_bytes"
+                one $data "zswap lzo, cgroup $p %" sh -c "echo \$\$ > $CG/cgroup.procs && exec \"\$@\"" sh
+            done
+        fi
     done
-    if zswap_setup; then
-        for pct in 50 25; do
-            lim=$((FOOT * pct / 100))
-            echo $lim > "$CG/memory.limit_in_bytes"
-            sh -c "echo \$\$ > $CG/cgroup.procs && exec memcached -l 127.0.0.1 -p $PORT -m 1024 -t 2 -U 0 -u root" & MC=$!; PIDS+=($MC)
-            for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.05; done
-            ops=$(load_and_bench $PORT)
-            r=$(rss $MC)
-            zp=$(cat /sys/kernel/debug/zswap/pool_total_size 2>/dev/null || echo 0)
-            tot=$((r + zp))
-            note "| zswap lzo, cgroup limit $pct % | $ops | $(python3 -c "print('%.0f %%' % (100.0 * $ops / max(1, $plain_ops)))") | $(fmt $r) RSS | $(fmt $zp) | $(fmt $tot) | $(python3 -c "print('%.0f %%' % (100.0 * (1 - $tot / $plain_rss)))") |"
-            stop_mc
-        done
-    fi
 fi
 note ""
 

@@ -122,14 +122,19 @@ impl Backend for RuntimeBackend {
         let mut a = Applied::default();
         let pages: Vec<(usize, u8)> = plan.moves.iter().flat_map(|m| m.range.pages().map(move |p| (p as usize, m.to.0))).collect();
         for chunk in pages.chunks(EVICT_BATCH) {
-            let mut st = self.rt.lock();
+            // The lock is taken per page, so a fault waits for at most one eviction; the
+            // batch's staging slots are released with one DONTNEED at its end.
             for (slot, &(p, to)) in chunk.iter().enumerate() {
                 a.pages_tried += 1;
                 if quota_bytes.is_some_and(|q| a.bytes_moved + PAGE as u64 > q) {
                     a.pages_over_quota += 1;
                     continue;
                 }
-                match self.rt.move_page(&mut st, p, to, slot) {
+                let r = {
+                    let mut st = self.rt.lock();
+                    self.rt.move_page(&mut st, p, to, slot)
+                };
+                match r {
                     MoveResult::Applied => {
                         a.pages_applied += 1;
                         a.bytes_moved += PAGE as u64;
@@ -138,6 +143,7 @@ impl Backend for RuntimeBackend {
                     MoveResult::NoCapacity | MoveResult::Refused => a.pages_no_capacity += 1,
                 }
             }
+            let mut st = self.rt.lock();
             self.rt.end_batch(&mut st);
         }
         a

@@ -44,6 +44,8 @@ const FILL_CHUNK_PAGES: usize = 16;
 /// Eviction batch: pages moved to the eviction staging area before one DONTNEED frees them.
 pub const EVICT_BATCH: usize = 32;
 const HINT_SLOTS: usize = 4096;
+/// After serving a fault, the fault thread polls (without sleeping) this long for the next.
+const SPIN_NS: u64 = 30_000;
 /// A staged page not touched for this long is put back (it stays a cold-page candidate).
 const STAGE_MAX_NS: u64 = 5_000_000_000;
 
@@ -651,10 +653,17 @@ impl Runtime {
             if r <= 0 {
                 continue;
             }
+            // Serve, then keep reading without sleeping for a short while: faults come in
+            // bursts, and a handler that is already awake answers the next one sooner.
+            let mut idle_since = sys::now_ns();
             loop {
                 let n = self.uffd.read_msgs(&mut msgs);
                 if n == 0 {
-                    break;
+                    if sys::now_ns() - idle_since > SPIN_NS {
+                        break;
+                    }
+                    std::hint::spin_loop();
+                    continue;
                 }
                 let t0 = sys::now_ns();
                 self.fault_msgs.fetch_add(n as u64, Ordering::Relaxed);
@@ -665,6 +674,8 @@ impl Runtime {
                     }
                 }
                 self.flush_hint_dirty(&mut st);
+                drop(st);
+                idle_since = sys::now_ns();
             }
         }
     }

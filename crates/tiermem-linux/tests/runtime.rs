@@ -153,3 +153,56 @@ fn no_userfaultfd_permission_is_one_clear_line() {
     assert!(err.contains("vm.unprivileged_userfaultfd") && err.lines().count() == 1, "{err}");
 }
 use std::path::Path;
+
+/// `tiermem stat` and `tiermem budget` against a live program; the new budget is enforced.
+#[test]
+fn stat_and_budget_on_a_running_program() {
+    let _h = heavy();
+    let prog = "import time\nb = [bytearray(b'tiermem %d ' % i * 100000) for i in range(64)]\ntime.sleep(8)\nprint(sum(len(x) for x in b))";
+    let mut cmd = Command::new(tiermem());
+    cmd.args(["run", "--dram-budget", "unlimited", "--", "python3", "-c", prog]);
+    cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let pid = child.id().to_string();
+    let stat = |extra: &[&str]| {
+        let mut c = Command::new(tiermem());
+        c.arg("stat").arg(&pid).args(extra);
+        run(c, None, 30, "tiermem stat")
+    };
+    // Wait for the program to fill its memory.
+    let t0 = std::time::Instant::now();
+    let mut s: serde_json::Value;
+    loop {
+        let o = stat(&["--json"]);
+        s = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+        if s["resident_bytes"].as_u64().unwrap_or(0) > 40 << 20 {
+            break;
+        }
+        assert!(t0.elapsed().as_secs() < 20, "program never filled its memory: {o:?}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let table = String::from_utf8(stat(&[]).stdout).unwrap();
+    assert!(table.contains("1:lz4") && table.contains("p99") && table.contains("tiermem CPU"), "{table}");
+    let prom = String::from_utf8(stat(&["--prometheus"]).stdout).unwrap();
+    assert!(prom.contains("tiermem_resident_bytes{pid=\""), "{prom}");
+    let mut b = Command::new(tiermem());
+    b.args(["budget", &pid, "8M"]);
+    let o = run(b, None, 30, "tiermem budget");
+    assert!(o.status.success(), "{o:?}");
+    let t0 = std::time::Instant::now();
+    loop {
+        let o = stat(&["--json"]);
+        s = serde_json::from_slice(&o.stdout).unwrap();
+        if s["resident_bytes"].as_u64().unwrap() <= 8 << 20 {
+            break;
+        }
+        assert!(t0.elapsed().as_secs() < 5, "budget not enforced: {s}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(s["budget"], "8.0 MiB");
+    let out = wait_timeout(child, 60, "python under budget");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "69400000");
+    // Gone after exit: stat says so and exits 2.
+    let o = stat(&[]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}

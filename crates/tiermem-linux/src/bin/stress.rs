@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 const PAGE: usize = 4096;
 const WORDS: usize = PAGE / 8;
+const CONST_TAG: u64 = 0xC0 << 56;
 
 fn mix(mut x: u64) -> u64 {
     x ^= x >> 33;
@@ -48,6 +49,10 @@ struct Region {
 
 struct Shared {
     regions: Vec<RwLock<Region>>,
+    /// Pages written once (version 1) and then only read, by every thread: under a tiny
+    /// budget several threads fault on the same evicted page at once.
+    constant: usize,
+    constant_pages: usize,
     /// Expected versions, one per page of all regions (in managed memory: a Vec of u64).
     expect: Vec<AtomicU64>,
     base: Vec<usize>,
@@ -119,9 +124,17 @@ fn main() {
         base.push(r * per);
         regions.push(RwLock::new(Region { ptr, pages: per }));
     }
+    let constant_pages = (total_pages / 8).max(16);
+    let constant = unsafe { libc::mmap(std::ptr::null_mut(), constant_pages * PAGE, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+    assert_ne!(constant, libc::MAP_FAILED);
+    for k in 0..constant_pages {
+        write_page((constant as usize + k * PAGE) as *mut u64, CONST_TAG | k as u64, 1);
+    }
     let expect: Vec<AtomicU64> = (0..nregions * per).map(|_| AtomicU64::new(0)).collect();
     let sh = Arc::new(Shared {
         regions,
+        constant: constant as usize,
+        constant_pages,
         expect,
         base,
         threads,
@@ -216,6 +229,11 @@ fn main() {
             }
         }
     }
+    for k in 0..sh.constant_pages {
+        if !check_page((sh.constant + k * PAGE) as *const u64, CONST_TAG | k as u64, 1) {
+            sh.mismatches.fetch_add(1, Ordering::Relaxed);
+        }
+    }
     std::thread::sleep(Duration::from_millis(300));
     let faults = tier_faults().unwrap_or(0);
     let mm = sh.mismatches.load(Ordering::Relaxed);
@@ -242,6 +260,13 @@ fn worker(sh: Arc<Shared>, t: usize, seed: u64, write_pct: u64, per: usize) {
     let mine = per / sh.threads;
     while !sh.stop.load(Ordering::Relaxed) {
         let _w = sh.world.read().unwrap();
+        for _ in 0..8 {
+            // Everyone reads the same few constant pages: concurrent faults on one page.
+            let k = rng.next() as usize % (sh.constant_pages / 8).max(1);
+            if !check_page((sh.constant + k * PAGE) as *const u64, CONST_TAG | k as u64, 1) {
+                sh.mismatches.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         for _ in 0..64 {
             let r = rng.next() as usize % nreg;
             let g = sh.regions[r].read().unwrap();
@@ -288,6 +313,11 @@ fn fork_check(sh: &Shared, round: u64) {
                         bad += 1;
                     }
                 }
+            }
+        }
+        for k in 0..sh.constant_pages {
+            if !check_page((sh.constant + k * PAGE) as *const u64, CONST_TAG | k as u64, 1) {
+                bad += 1;
             }
         }
         unsafe { libc::_exit(if bad == 0 { 0 } else { 1 }) };
