@@ -505,7 +505,6 @@ impl Policy for Tpp {
         }
         // Synchronous promotions, in fault order.
         let pending = std::mem::take(&mut self.pending);
-        let mut promoted = Vec::new();
         for &p in &pending {
             if snap.placement[p as usize] == FAST {
                 continue;
@@ -513,7 +512,6 @@ impl Policy for Tpp {
             if free > wm.high {
                 plan.push(p, FAST);
                 self.touch(p as usize, snap.now_ns);
-                promoted.push(p);
                 free -= 1;
             } else {
                 self.promotions_failed_room += 1;
@@ -522,7 +520,9 @@ impl Policy for Tpp {
         }
         // A failed promotion woke kswapd, which runs while the quantum's faults continue.
         if self.kswapd_awake {
-            self.kswapd(snap, &mut free, &promoted, &mut plan);
+            // Not the pages this quantum already moves (promoted, or demoted above).
+            let moved: Vec<PageIdx> = plan.moves.iter().flat_map(|m| m.range.pages()).collect();
+            self.kswapd(snap, &mut free, &moved, &mut plan);
             self.kswapd_awake = false;
         }
         self.pending = pending;

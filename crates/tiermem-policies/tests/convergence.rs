@@ -243,3 +243,59 @@ fn static_never_moves() {
     converge(p.as_mut(), &mut m, 20, 1_000);
     assert_eq!(m.placement, before);
 }
+
+/// Plan invariants for every system on random snapshots: each page at most once per plan,
+/// only to tiers 0/1, never to the tier it is in, within the policy's own limit, and the
+/// same plans for the same inputs.
+#[test]
+fn plan_invariants_on_random_snapshots() {
+    let configs = [
+        "[policy]\npolicy = \"hemem\"\nsample_period = 50\nmigration_limit_mib_per_s = 4000\n",
+        "[policy]\npolicy = \"memtis\"\nsample_period = 50\nquantum_ms = 10\nadaptation_period_samples = 300\ncooling_period_samples = 5000\nmigration_limit_mib_per_s = 8000\n",
+        "[policy]\npolicy = \"tpp\"\nscan_size_mb = 80\nmin_free_kbytes = 8192\n",
+        "[policy]\npolicy = \"tpp\"\nscan_size_mb = 80\nmin_free_kbytes = 8192\nlru = \"recency\"\n",
+    ];
+    for text in configs {
+        let run = || {
+            let mut m = Machine::new(1000, 150, 300);
+            let mut p = system(text);
+            let tracker = p.tracker();
+            let q = p.quantum_ns();
+            let mut plans = Vec::new();
+            for k in 0..300 {
+                // Move the hot set halfway through.
+                if k == 150 {
+                    m.hot.rotate_right(7);
+                }
+                let events = m.run(&tracker, q, 3_000);
+                let snap = Snapshot {
+                    now_ns: m.now_ns,
+                    quantum_ns: q,
+                    page_bytes: PAGE,
+                    tier_specs: &m.specs,
+                    tiers: &m.tiers,
+                    placement: &m.placement,
+                    events: &events,
+                };
+                let plan = p.decide(&snap);
+                let mut seen = std::collections::BTreeSet::new();
+                for mv in &plan.moves {
+                    assert!(mv.to == TierId(0) || mv.to == TierId(1), "{text}: move to {:?}", mv.to);
+                    for page in mv.range.pages() {
+                        assert!((page as usize) < m.placement.len());
+                        assert!(seen.insert(page), "{text}: page {page} twice in one plan");
+                        assert_ne!(m.placement[page as usize], mv.to, "{text}: page {page} already there");
+                    }
+                }
+                if let Some(limit) = p.migration_limit_bytes() {
+                    assert!(plan.pages() * PAGE <= limit, "{text}: {} pages over the limit", plan.pages());
+                }
+                m.apply(&plan, p.migration_limit_bytes());
+                plans.push(plan);
+            }
+            assert!(plans.iter().any(|pl| !pl.moves.is_empty()), "{text}: nothing ever moved");
+            plans
+        };
+        assert_eq!(run(), run(), "{text}: not deterministic");
+    }
+}
