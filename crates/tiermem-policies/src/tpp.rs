@@ -505,8 +505,9 @@ impl Policy for Tpp {
         }
         // Synchronous promotions, in fault order.
         let pending = std::mem::take(&mut self.pending);
+        let mut done = std::collections::HashSet::new(); // membership only: order-free
         for &p in &pending {
-            if snap.placement[p as usize] == FAST {
+            if snap.placement[p as usize] == FAST || !done.insert(p) {
                 continue;
             }
             if free > wm.high {
