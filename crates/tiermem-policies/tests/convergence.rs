@@ -299,3 +299,69 @@ fn plan_invariants_on_random_snapshots() {
         assert_eq!(run(), run(), "{text}: not deterministic");
     }
 }
+
+/// One tier only, a third tier, and a page space that grows between quanta: no panic, and
+/// no move to a tier that does not exist.
+#[test]
+fn odd_machines_are_handled() {
+    for name in PolicyConfig::NAMES {
+        let cfg = PolicyConfig::default_for(name).unwrap();
+        let mut p = build_with(&cfg, None, BuildContext { page_bytes: Some(PAGE) }).unwrap();
+        let spec = TierSpec {
+            name: "only".into(),
+            kind: TierKind::Dram,
+            capacity_bytes: 100 * PAGE,
+            unloaded_latency_ns: 80.0,
+            peak_bandwidth_bytes_per_s: 1e11,
+            cost_per_gb: 1.0,
+        };
+        let tiers = vec![TierTelemetry { used_bytes: 10 * PAGE, capacity_bytes: 100 * PAGE, ..Default::default() }];
+        let events: Vec<HeatEvent> = (0..10u32)
+            .flat_map(|pg| {
+                [HeatEvent::Sample { page: pg, write: false }, HeatEvent::HintFault { page: pg, time_to_fault_ns: 10.0 }]
+            })
+            .collect();
+        for n in [5usize, 10] {
+            let placement = vec![TierId(0); n];
+            let ev: Vec<HeatEvent> = events.iter().copied().filter(|e| match e {
+                HeatEvent::Sample { page, .. } | HeatEvent::HintFault { page, .. } => (*page as usize) < n,
+                _ => true,
+            }).collect();
+            let snap = Snapshot {
+                now_ns: n as u64 * 1_000_000,
+                quantum_ns: 1_000_000,
+                page_bytes: PAGE,
+                tier_specs: std::slice::from_ref(&spec),
+                tiers: &tiers,
+                placement: &placement,
+                events: &ev,
+            };
+            assert!(p.decide(&snap).moves.is_empty(), "{name}: one tier, nowhere to move");
+        }
+        // Three tiers: pages in tier 2 are alternate-tier pages; nothing goes beyond tier 2.
+        let mut m = Machine::new(300, 60, 100);
+        m.specs.push(m.specs[1].clone());
+        m.tiers.push(TierTelemetry { capacity_bytes: 300 * PAGE, ..Default::default() });
+        for i in (200..300).step_by(2) {
+            m.placement[i] = TierId(2);
+        }
+        m.recount();
+        let tracker = p.tracker();
+        let q = p.quantum_ns();
+        for _ in 0..20 {
+            let events = m.run(&tracker, q, 5_000);
+            let snap = Snapshot {
+                now_ns: m.now_ns,
+                quantum_ns: q,
+                page_bytes: PAGE,
+                tier_specs: &m.specs,
+                tiers: &m.tiers,
+                placement: &m.placement,
+                events: &events,
+            };
+            let plan = p.decide(&snap);
+            assert!(plan.moves.iter().all(|mv| mv.to.index() < 3), "{name}");
+            m.apply(&plan, p.migration_limit_bytes());
+        }
+    }
+}
