@@ -108,8 +108,9 @@ test-python: setup
 bench: setup
 	bash scripts/bench.sh $(BENCH)
 
+# out/bench holds `make bench` runs: timings, not results.
 docs-results: venv
-	PYTHONPATH=$(CURDIR)/python $(PY) -m tiermem.results_page $(OUT) docs/results.md
+	PYTHONPATH=$(CURDIR)/python $(PY) -m tiermem.results_page $(OUT) docs/results.md --exclude bench
 
 # ---- maintenance ---------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Build ``docs/results.md`` from reproduction outputs.
 
-    python -m tiermem.results_page OUT_ROOT docs/results.md [--no-copy]
+    python -m tiermem.results_page OUT_ROOT docs/results.md [--no-copy] [--exclude DIR]...
 
 Every ``summary.json`` under OUT_ROOT becomes one section: the experiment name as heading,
 its scalar settings as a list, its ``rows`` as a table (or, for a plain ``tiermem sim``
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build", "render_section", "main"]
+__all__ = ["build", "find_summaries", "render_section", "main"]
 
 
 def _fmt(v: Any) -> str:
@@ -86,9 +86,27 @@ def render_section(summary: Mapping[str, Any], name: str, images: Sequence[str])
     return lines
 
 
-def build(out_root: Path, page: Path, copy_images: bool = True) -> str:
-    """Write the results page for every summary.json under ``out_root``; returns its text."""
-    summaries = sorted(out_root.rglob("summary.json")) if out_root.is_dir() else []
+def _experiment_of(path: Path) -> str:
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return path.parent.name
+    return str(summary.get("experiment") or path.parent.name) if isinstance(summary, dict) else path.parent.name
+
+
+def find_summaries(out_root: Path, exclude: Sequence[str] = ()) -> list[Path]:
+    """summary.json files under ``out_root``, skipping top-level folders named in
+    ``exclude``; a folder named like its experiment sorts before other runs of it."""
+    if not out_root.is_dir():
+        return []
+    found = [p for p in out_root.rglob("summary.json") if p.relative_to(out_root).parts[0] not in exclude]
+    return sorted(found, key=lambda p: (_experiment_of(p), p.parent.name != _experiment_of(p), str(p)))
+
+
+def build(out_root: Path, page: Path, copy_images: bool = True, exclude: Sequence[str] = ()) -> str:
+    """Write the results page for every summary.json under ``out_root`` (except the
+    top-level folders in ``exclude``); returns its text."""
+    summaries = find_summaries(out_root, exclude)
     lines = [
         "# Results",
         "",
@@ -134,13 +152,20 @@ def _slug(name: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    copy_images = "--no-copy" not in args
-    args = [a for a in args if a != "--no-copy"]
+    raw = list(sys.argv[1:] if argv is None else argv)
+    copy_images, exclude, args = True, [], []
+    it = iter(raw)
+    for a in it:
+        if a == "--no-copy":
+            copy_images = False
+        elif a == "--exclude":
+            exclude.append(next(it, ""))
+        else:
+            args.append(a)
     if len(args) != 2 or args[0] in ("-h", "--help"):
-        print("usage: python -m tiermem.results_page OUT_ROOT PAGE.md [--no-copy]", file=sys.stderr)
+        print("usage: python -m tiermem.results_page OUT_ROOT PAGE.md [--no-copy] [--exclude DIR]...", file=sys.stderr)
         return 2
-    build(Path(args[0]), Path(args[1]), copy_images=copy_images)
+    build(Path(args[0]), Path(args[1]), copy_images=copy_images, exclude=exclude)
     print(args[1])
     return 0
 

@@ -31,6 +31,13 @@ def test_results_page(tmp_path):
     assert (page.parent / "results" / "colloid-fig1" / "fig1_throughput.png").stat().st_size > 0
     # deterministic
     assert results_page.build(out, page) == text
+    # a second run of the same experiment elsewhere: listed after, under its folder; or excluded
+    other = out / "bench" / "fig1-quick"
+    other.mkdir(parents=True)
+    (other / "summary.json").write_text(json.dumps({"experiment": "colloid-fig1", "rows": rows}))
+    text2 = results_page.build(out, page)
+    assert text2.index("## colloid-fig1\n") < text2.index("## colloid-fig1 (bench/fig1-quick)")
+    assert results_page.build(out, page, exclude=["bench"]) == text
 
 
 def test_results_page_empty(tmp_path):
