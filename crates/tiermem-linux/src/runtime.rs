@@ -1087,6 +1087,13 @@ fn spawn_internal(rt: &'static Runtime, name: &'static std::ffi::CStr, stack: us
     }
     let arg = Box::into_raw(Box::new(Start { rt, f })) as *mut libc::c_void;
     unsafe {
+        // The program's signal handlers must never run on our threads (a handler touching
+        // managed memory on the fault thread would deadlock it): the new thread starts with
+        // every signal blocked (inherited from this mask, restored right after).
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
         let mut attr: libc::pthread_attr_t = std::mem::zeroed();
         libc::pthread_attr_init(&mut attr);
         libc::pthread_attr_setstacksize(&mut attr, stack);
@@ -1094,6 +1101,7 @@ fn spawn_internal(rt: &'static Runtime, name: &'static std::ffi::CStr, stack: us
         let mut th: libc::pthread_t = 0;
         let r = libc::pthread_create(&mut th, &attr, start, arg);
         libc::pthread_attr_destroy(&mut attr);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         if r != 0 {
             drop(Box::from_raw(arg as *mut Start));
             return Err(std::io::Error::from_raw_os_error(r));
@@ -1105,7 +1113,25 @@ fn spawn_internal(rt: &'static Runtime, name: &'static std::ffi::CStr, stack: us
 
 // ---------------------------------------------------------------------- fork
 
+/// Run `f` with every signal blocked (a program's handler must not run while this thread
+/// holds the state lock).
+fn signals_blocked<R>(f: impl FnOnce() -> R) -> R {
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let r = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        r
+    }
+}
+
 extern "C" fn atfork_prepare() {
+    signals_blocked(atfork_prepare_inner)
+}
+
+fn atfork_prepare_inner() {
     let Some(rt) = get() else { return };
     let _g = crate::InternalGuard::new();
     // Stop eviction and sampling, then bring every page home: the child's copy of the
@@ -1121,7 +1147,7 @@ extern "C" fn atfork_prepare() {
 extern "C" fn atfork_parent() {
     let Some(rt) = get() else { return };
     let _g = crate::InternalGuard::new();
-    lock(rt).frozen = false;
+    signals_blocked(|| lock(rt).frozen = false);
 }
 
 extern "C" fn atfork_child() {

@@ -120,7 +120,7 @@ const MAGIC: u64 = 0x7469_6572_6d65_6d21; // "tiermem!"
 static INIT: extern "C" fn() = init;
 
 extern "C" fn init() {
-    let _g = tiermem_linux::InternalGuard::new();
+    let _g = enter();
     let cfg: tiermem_linux::config::RuntimeConfig = match std::env::var("TIERMEM_CONFIG_JSON") {
         Ok(j) => match serde_json::from_str(&j) {
             Ok(c) => c,
@@ -157,7 +157,7 @@ extern "C" fn init() {
 
 extern "C" fn at_exit() {
     if let Some(rt) = runtime::get() {
-        let _g = tiermem_linux::InternalGuard::new();
+        let _g = enter();
         // TIERMEM_STATS_OUT=FILE ("%p" = pid): final stats as JSON, for tests and scripts.
         if let Ok(path) = std::env::var("TIERMEM_STATS_OUT") {
             let path = path.replace("%p", &std::process::id().to_string());
@@ -166,6 +166,30 @@ extern "C" fn at_exit() {
             }
         }
         rt.stop_publishing();
+    }
+}
+
+/// Entering the runtime from a program thread: mark the thread internal and block signals
+/// until we leave. The runtime's lock may be held in between; a program signal handler
+/// that touched managed memory there would wait for a fault that needs that lock.
+struct Enter {
+    _internal: tiermem_linux::InternalGuard,
+    old: libc::sigset_t,
+}
+
+fn enter() -> Enter {
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        Enter { _internal: tiermem_linux::InternalGuard::new(), old }
+    }
+}
+
+impl Drop for Enter {
+    fn drop(&mut self) {
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
     }
 }
 
@@ -243,13 +267,13 @@ pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags
             && prot == libc::PROT_READ | libc::PROT_WRITE
             && len >= MIN_REGION.load(Ordering::Relaxed)
         {
-            let _g = tiermem_linux::InternalGuard::new();
+            let _g = enter();
             if let Some(a) = rt.alloc_region(len) {
                 return a as *mut c_void;
             }
         }
         if flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE) != 0 && rt.contains(addr as usize) {
-            let _g = tiermem_linux::InternalGuard::new();
+            let _g = enter();
             if flags & libc::MAP_FIXED_NOREPLACE != 0 {
                 set_errno(libc::EEXIST);
                 return libc::MAP_FAILED;
@@ -272,7 +296,7 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
             set_errno(libc::EINVAL);
             return -1;
         }
-        let _g = tiermem_linux::InternalGuard::new();
+        let _g = enter();
         return rt.release(addr as usize, len);
     }
     if unsafe { sys::munmap(addr as usize, len) } < 0 {
@@ -284,7 +308,7 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn mremap(old: *mut c_void, old_len: size_t, new_len: size_t, flags: c_int, new_addr: *mut c_void) -> *mut c_void {
     if let (Some(rt), true) = arena_of(old as usize) {
-        let _g = tiermem_linux::InternalGuard::new();
+        let _g = enter();
         return ret_map(rt.remap(old as usize, old_len, new_len, flags, new_addr as usize));
     }
     ret_raw(unsafe { sys::mremap(old as usize, old_len, new_len, flags, new_addr as usize) })
@@ -296,7 +320,7 @@ pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) 
         const MADV_DONTNEED_LOCKED: c_int = 24;
         match advice {
             libc::MADV_DONTNEED | MADV_DONTNEED_LOCKED => {
-                let _g = tiermem_linux::InternalGuard::new();
+                let _g = enter();
                 return neg_errno(rt.dontneed(addr as usize, len, advice));
             }
             // Contents may be kept: keeping them is always correct.
@@ -319,7 +343,7 @@ fn neg_errno(r: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
-        let _g = tiermem_linux::InternalGuard::new();
+        let _g = enter();
         if prot == libc::PROT_READ | libc::PROT_WRITE {
             rt.unpin(addr as usize, len);
         } else {
@@ -332,7 +356,7 @@ pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -
 #[no_mangle]
 pub unsafe extern "C" fn mlock(addr: *const c_void, len: size_t) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
-        let _g = tiermem_linux::InternalGuard::new();
+        let _g = enter();
         rt.untier(addr as usize, len, Some(true));
     }
     neg_errno(unsafe { libc::syscall(libc::SYS_mlock, addr, len) } as c_int)
@@ -341,7 +365,7 @@ pub unsafe extern "C" fn mlock(addr: *const c_void, len: size_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn mlock2(addr: *const c_void, len: size_t, flags: libc::c_uint) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
-        let _g = tiermem_linux::InternalGuard::new();
+        let _g = enter();
         rt.untier(addr as usize, len, Some(true));
     }
     neg_errno(unsafe { libc::syscall(libc::SYS_mlock2, addr, len, flags) } as c_int)
@@ -350,7 +374,7 @@ pub unsafe extern "C" fn mlock2(addr: *const c_void, len: size_t, flags: libc::c
 #[no_mangle]
 pub unsafe extern "C" fn munlock(addr: *const c_void, len: size_t) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
-        let _g = tiermem_linux::InternalGuard::new();
+        let _g = enter();
         rt.unpin(addr as usize, len);
     }
     neg_errno(unsafe { libc::syscall(libc::SYS_munlock, addr, len) } as c_int)
@@ -359,7 +383,7 @@ pub unsafe extern "C" fn munlock(addr: *const c_void, len: size_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn mlockall(flags: c_int) -> c_int {
     if let Some(rt) = rt() {
-        let _g = tiermem_linux::InternalGuard::new();
+        let _g = enter();
         // Everything becomes resident and pinned; new regions stop being created.
         MIN_REGION.store(usize::MAX, Ordering::SeqCst);
         rt.untier(rt.arena, rt.arena_pages as usize * PAGE, Some(true));
@@ -385,7 +409,7 @@ unsafe fn big_alloc(rt: &Runtime, n: usize) -> *mut c_void {
         None => return std::ptr::null_mut(),
     };
     let region = {
-        let _g = tiermem_linux::InternalGuard::new();
+        let _g = enter();
         rt.alloc_region(total)
     };
     match region {
@@ -424,7 +448,7 @@ unsafe fn big_free(rt: Option<&Runtime>, p: *mut c_void) {
             unsafe { (r as *mut u64).write(0) };
             match rt {
                 Some(rt) => {
-                    let _g = tiermem_linux::InternalGuard::new();
+                    let _g = enter();
                     rt.release(r, total);
                 }
                 // Forked child: plain memory now.
@@ -508,7 +532,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
             // Grow or shrink the region itself: page tables and compressed pages move, no copy.
             let new_total = sys::page_up(n + PAGE);
             let moved = {
-                let _g = tiermem_linux::InternalGuard::new();
+                let _g = enter();
                 rt.remap(r, total, new_total, libc::MREMAP_MAYMOVE, 0)
             };
             if moved >= 0 {

@@ -80,6 +80,27 @@ fn write_page(p: *mut u64, tag: u64, v: u64) {
     }
 }
 
+// Signals during faults: a 2 kHz SIGALRM whose handler reads a constant page (which may be
+// evicted: the handler itself faults, possibly while the interrupted thread was faulting).
+static SIG_BASE: AtomicU64 = AtomicU64::new(0);
+static SIG_PAGES: AtomicU64 = AtomicU64::new(0);
+static SIG_COUNT: AtomicU64 = AtomicU64::new(0);
+static SIG_BAD: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_alarm(_sig: libc::c_int) {
+    let n = SIG_COUNT.fetch_add(1, Ordering::Relaxed);
+    let pages = SIG_PAGES.load(Ordering::Relaxed);
+    if pages == 0 {
+        return;
+    }
+    let k = mix(n) % pages;
+    let p = (SIG_BASE.load(Ordering::Relaxed) + k * PAGE as u64) as *const u64;
+    let w = unsafe { p.add(7).read_volatile() };
+    if w != word(CONST_TAG | k, 1, 7) {
+        SIG_BAD.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -129,6 +150,16 @@ fn main() {
     assert_ne!(constant, libc::MAP_FAILED);
     for k in 0..constant_pages {
         write_page((constant as usize + k * PAGE) as *mut u64, CONST_TAG | k as u64, 1);
+    }
+    SIG_BASE.store(constant as u64, Ordering::SeqCst);
+    SIG_PAGES.store(constant_pages as u64, Ordering::SeqCst);
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_alarm as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigaction(libc::SIGALRM, &sa, std::ptr::null_mut());
+        let it = libc::itimerval { it_interval: libc::timeval { tv_sec: 0, tv_usec: 500 }, it_value: libc::timeval { tv_sec: 0, tv_usec: 500 } };
+        libc::setitimer(libc::ITIMER_REAL, &it, std::ptr::null_mut());
     }
     let expect: Vec<AtomicU64> = (0..nregions * per).map(|_| AtomicU64::new(0)).collect();
     let sh = Arc::new(Shared {
@@ -234,13 +265,19 @@ fn main() {
             sh.mismatches.fetch_add(1, Ordering::Relaxed);
         }
     }
+    unsafe {
+        let off: libc::itimerval = std::mem::zeroed();
+        libc::setitimer(libc::ITIMER_REAL, &off, std::ptr::null_mut());
+    }
+    sh.mismatches.fetch_add(SIG_BAD.load(Ordering::Relaxed), Ordering::Relaxed);
     std::thread::sleep(Duration::from_millis(300));
     let faults = tier_faults().unwrap_or(0);
     let mm = sh.mismatches.load(Ordering::Relaxed);
     println!(
-        "stress: {} MiB, {threads} threads, {} ops, {forks_done} forks, {remaps} remaps, {dontneeds} dontneeds, tier_faults={faults}, mismatches={mm}, {:.1}s",
+        "stress: {} MiB, {threads} threads, {} ops, {forks_done} forks, {remaps} remaps, {dontneeds} dontneeds, {} signals, tier_faults={faults}, mismatches={mm}, {:.1}s",
         mb,
         sh.ops.load(Ordering::Relaxed),
+        SIG_COUNT.load(Ordering::Relaxed),
         start.elapsed().as_secs_f64()
     );
     std::process::exit(if mm == 0 { 0 } else { 1 });
