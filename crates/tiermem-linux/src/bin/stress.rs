@@ -187,6 +187,7 @@ fn main() {
     let mut forks_done = 0;
     let mut remaps = 0;
     let mut dontneeds = 0;
+    let mut mprotects = 0;
     let mut rng = Rng(seed ^ 0xabcdef);
     let mut last_faults = 0;
     loop {
@@ -229,6 +230,24 @@ fn main() {
                 g.ptr = np as usize;
                 remaps += 1;
             }
+        }
+        // mprotect read-only (tiermem brings the range home and pins it), check, back to RW.
+        {
+            let _w = sh.world.write().unwrap();
+            let r = (rng.next() as usize) % nregions;
+            let g = sh.regions[r].read().unwrap();
+            let first = rng.next() as usize % g.pages;
+            let n = (1 + rng.next() as usize % 32).min(g.pages - first);
+            let a = (g.ptr + first * PAGE) as *mut libc::c_void;
+            assert_eq!(unsafe { libc::mprotect(a, n * PAGE, libc::PROT_READ) }, 0);
+            for k in first..first + n {
+                let tag = ((r as u64) << 32) | k as u64;
+                if !check_page((g.ptr + k * PAGE) as *const u64, tag, sh.expect[sh.base[r] + k].load(Ordering::Relaxed)) {
+                    sh.mismatches.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            assert_eq!(unsafe { libc::mprotect(a, n * PAGE, libc::PROT_READ | libc::PROT_WRITE) }, 0);
+            mprotects += 1;
         }
         // MADV_DONTNEED on a run of pages: they read as zeros (version 0) afterwards.
         {
@@ -274,7 +293,7 @@ fn main() {
     let faults = tier_faults().unwrap_or(0);
     let mm = sh.mismatches.load(Ordering::Relaxed);
     println!(
-        "stress: {} MiB, {threads} threads, {} ops, {forks_done} forks, {remaps} remaps, {dontneeds} dontneeds, {} signals, tier_faults={faults}, mismatches={mm}, {:.1}s",
+        "stress: {} MiB, {threads} threads, {} ops, {forks_done} forks, {remaps} remaps, {dontneeds} dontneeds, {mprotects} mprotects, {} signals, tier_faults={faults}, mismatches={mm}, {:.1}s",
         mb,
         sh.ops.load(Ordering::Relaxed),
         SIG_COUNT.load(Ordering::Relaxed),
