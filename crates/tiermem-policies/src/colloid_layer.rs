@@ -55,7 +55,13 @@ impl<B: HeatModel> Colloid<B> {
             if *tier != from {
                 continue;
             }
-            bins[self.bin_of(self.base.heat(page as PageIdx))].push(page as PageIdx);
+            let (page, b) = (page as PageIdx, self.bin_of(self.base.heat(page as PageIdx)));
+            // Cold pages (lowest bin, not hot to the base) are not Colloid's to move: they
+            // shift p by nothing, and a base that demotes cold pages proactively (MEMTIS)
+            // would send them straight back (MEMTIS+Colloid scans only hot lists, §4.2).
+            if b > 0 || self.base.is_hot(page) {
+                bins[b].push(page);
+            }
         }
         let mut left = delta_p;
         let mut out = Vec::new();

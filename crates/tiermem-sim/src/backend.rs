@@ -430,6 +430,15 @@ impl SimBackend {
     }
 }
 
+/// The smallest PEBS sample period in a tracker spec.
+fn pebs_period(spec: &TrackerSpec) -> Option<u64> {
+    match spec {
+        TrackerSpec::Pebs { sample_period } => Some(*sample_period),
+        TrackerSpec::Combined(ts) => ts.iter().filter_map(pebs_period).min(),
+        _ => None,
+    }
+}
+
 fn initial_placement(how: &str, pages: usize, capacity: &[u64], rng: &mut SmallRng) -> Vec<TierId> {
     let fill_in_order = |order: &[usize]| -> Vec<TierId> {
         let mut out = Vec::with_capacity(pages);
@@ -470,6 +479,16 @@ impl Backend for SimBackend {
         &self.specs
     }
     fn install_tracker(&mut self, spec: &TrackerSpec) -> Result<()> {
+        // A simulated access must not stand for more real accesses than one PEBS sample
+        // period: otherwise one access yields several samples of the same page, clumping
+        // the samples and inflating the tracker's noise.
+        if let Some(period) = pebs_period(spec) {
+            let k = (period as f64 / self.scale).max(1.0);
+            if k < self.accesses_per_sample {
+                self.accesses_per_sample = k;
+                self.workload.set_accesses_per_sample(k);
+            }
+        }
         self.tracker = SimTracker::new(spec, self.placement.len(), self.accesses_per_sample, self.scale);
         Ok(())
     }

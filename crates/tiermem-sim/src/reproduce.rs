@@ -384,7 +384,7 @@ pub fn converge_s(t: &[f64], thr: &[f64], change_s: f64) -> f64 {
 }
 
 fn colloid_fig9(quick: bool, out: &Path) -> Result<Value> {
-    let change_s: f64 = if quick { 40.0 } else { 100.0 };
+    let change_s: f64 = if quick { 30.0 } else { 100.0 };
     let scenarios = ["hot-set-move-0x", "hot-set-move-3x", "contention-0x-to-3x"];
     let systems: &[&str] = if quick { &["hemem", "memtis"] } else { BASELINES };
     let mut jobs = Vec::new();

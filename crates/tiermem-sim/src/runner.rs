@@ -29,7 +29,8 @@ pub struct Steady {
 /// Build the policy a config names and run it.
 pub fn run(cfg: &SimConfig) -> Result<RunOutcome> {
     let backend = SimBackend::new(cfg)?;
-    let policy = tiermem_policies::build_layered(&cfg.policy, cfg.colloid.as_ref())?;
+    let ctx = tiermem_policies::BuildContext { page_bytes: Some(backend.page_bytes()) };
+    let policy = tiermem_policies::build_with(&cfg.policy, cfg.colloid.as_ref(), ctx)?;
     run_with(cfg, backend, policy)
 }
 
