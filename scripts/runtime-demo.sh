@@ -6,9 +6,10 @@
 #   scripts/runtime-demo.sh            (called by `make demo`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TIERMEM=${TIERMEM:-target/debug/tiermem}
-if [[ ! -x $TIERMEM || ! -f $(dirname "$TIERMEM")/libtiermem_preload.so ]]; then
-    cargo build -q -p tiermem-cli -p tiermem-preload
+# Prefer the release build (`make setup` makes it); build it if missing.
+if [[ -z ${TIERMEM:-} ]]; then
+    TIERMEM=target/release/tiermem
+    [[ -x $TIERMEM && -f target/release/libtiermem_preload.so ]] || cargo build -q --release -p tiermem-cli -p tiermem-preload
 fi
 PROG='
 import hashlib, time
