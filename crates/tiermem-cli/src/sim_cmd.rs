@@ -106,7 +106,7 @@ fn print_rows(summary: &Value) {
 /// Draw PNGs with the Python front (matplotlib). Plots are optional: without Python the
 /// data files are still complete, and we say how to get the plots.
 fn plot(kind: &str, dir: &Path) {
-    let python = std::env::var("TIERMEM_PYTHON").unwrap_or_else(|_| "python3".into());
+    let python = std::env::var("TIERMEM_PYTHON").unwrap_or_else(|_| project_python().unwrap_or_else(|| "python3".into()));
     let status = std::process::Command::new(&python).args(["-m", "tiermem.plots", kind]).arg(dir).status();
     match status {
         Ok(s) if s.success() => {}
@@ -114,4 +114,13 @@ fn plot(kind: &str, dir: &Path) {
             "tiermem: plots skipped: `{python} -m tiermem.plots` failed; run `make setup` and set TIERMEM_PYTHON=.venv/bin/python"
         ),
     }
+}
+
+/// The project's venv Python when the binary runs from a checkout (`target/release/tiermem`
+/// next to `.venv/`), so plots work without setting TIERMEM_PYTHON.
+fn project_python() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let root = exe.parent()?.parent()?.parent()?;
+    let py = root.join(".venv/bin/python");
+    py.exists().then(|| py.display().to_string())
 }

@@ -18,7 +18,8 @@ pub struct Colloid<B: HeatModel> {
     pub base: B,
     pub params: ColloidParams,
     meter: LatencyMeter,
-    marks: Watermarks,
+    /// Algorithm 2's watermarks, one pair per adjacent pair of tiers.
+    marks: Vec<Watermarks>,
     /// Frequency bins for list-based page finding (§4.1: 5).
     pub bins: usize,
     /// The last quantum's decision, for inspection.
@@ -28,7 +29,7 @@ pub struct Colloid<B: HeatModel> {
 impl<B: HeatModel> Colloid<B> {
     pub fn new(base: B, params: ColloidParams) -> Self {
         let meter = LatencyMeter::new(params.ewma_alpha);
-        Colloid { base, params, meter, marks: Watermarks::default(), bins: 5, last: None }
+        Colloid { base, params, meter, marks: Vec::new(), bins: 5, last: None }
     }
 
     fn is_hint_fault_base(&self) -> bool {
@@ -40,6 +41,60 @@ impl<B: HeatModel> Colloid<B> {
             }
         }
         has_hint_faults(&self.base.tracker())
+    }
+
+    /// Algorithm 1 for tiers (`i`, `i + 1`), appending its moves to `plan`.
+    fn balance_pair(&mut self, snap: &Snapshot<'_>, i: usize, plan: &mut Plan) {
+        let (fast, slow) = (TierId(i as u8), TierId(i as u8 + 1));
+        let limit = self.base.migration_limit_bytes();
+        let Some(shift) = decide_shift(&self.meter, &mut self.marks[i], snap, i, i + 1, limit, &self.params) else {
+            return;
+        };
+        if i == 0 {
+            self.last = Some(shift);
+        }
+        if shift.delta_p <= 0.0 || shift.limit_bytes < snap.page_bytes {
+            return;
+        }
+        let limit_pages = shift.limit_bytes / snap.page_bytes;
+        let (from, to) = match shift.mode {
+            Mode::Promote => (slow, fast),
+            Mode::Demote => (fast, slow),
+        };
+        let mut chosen = if self.is_hint_fault_base() {
+            self.find_from_faults(snap, from, shift.delta_p, limit_pages)
+        } else {
+            self.find_from_lists(snap, from, shift.delta_p, limit_pages)
+        };
+        if to == fast {
+            // Promotion into a full tier swaps with its coldest pages, as the base systems
+            // do — but only for a candidate in a hotter frequency bin than the page it
+            // displaces, or one the base calls hot displacing one it does not, so that
+            // sampling noise does not churn cold pages once the hot set is in place.
+            let free = (snap.free_bytes(fast) / snap.page_bytes) as usize;
+            if chosen.len() > free {
+                // The base's eviction order (HeMem: its cold list; TPP: the inactive list).
+                let victims: Vec<(f64, PageIdx)> = self
+                    .base
+                    .coldest_pages(snap, fast, chosen.len() - free)
+                    .into_iter()
+                    .filter(|p| snap.placement[*p as usize] == fast)
+                    .map(|p| (self.base.heat(p), p))
+                    .collect();
+                let mut kept = chosen[..free].to_vec();
+                for (cand, (vheat, victim)) in chosen[free..].iter().zip(victims) {
+                    let hotter_bin = self.bin_of(self.base.heat(*cand)) > self.bin_of(vheat);
+                    if hotter_bin || (self.base.is_hot(*cand) && !self.base.is_hot(victim)) {
+                        plan.push(victim, slow);
+                        kept.push(*cand);
+                    }
+                }
+                chosen = kept;
+            }
+        }
+        for p in chosen {
+            plan.push(p, to);
+        }
     }
 
     fn bin_of(&self, heat: f64) -> usize {
@@ -135,58 +190,15 @@ impl<B: HeatModel> Policy for Colloid<B> {
         // proactive demotion (MEMTIS) starve the balancing moves.
         let capacity = self.base.capacity_moves(snap);
         let mut plan = Plan::default();
-        if snap.tiers.len() < 2 {
-            return capacity;
+        // Two tiers per Colloid §3; with more, each adjacent pair (i, i+1) is balanced in
+        // turn with its own watermarks (§3.1's recursive argument: the fastest tier against
+        // the next, and so on down).
+        let pairs = snap.tiers.len().saturating_sub(1);
+        if self.marks.len() != pairs {
+            self.marks = vec![Watermarks::default(); pairs];
         }
-        // Two tiers per Colloid §3; with more, balance each adjacent pair (§3.1's recursive
-        // argument) — here the first pair, which the reproductions use.
-        let (fast, slow) = (TierId(0), TierId(1));
-        let Some(shift) = decide_shift(&self.meter, &mut self.marks, snap, 0, 1, self.base.migration_limit_bytes(), &self.params)
-        else {
-            return capacity;
-        };
-        self.last = Some(shift);
-        if shift.delta_p <= 0.0 || shift.limit_bytes < snap.page_bytes {
-            return capacity;
-        }
-        let limit_pages = shift.limit_bytes / snap.page_bytes;
-        let (from, to) = match shift.mode {
-            Mode::Promote => (slow, fast),
-            Mode::Demote => (fast, slow),
-        };
-        let chosen = if self.is_hint_fault_base() {
-            self.find_from_faults(snap, from, shift.delta_p, limit_pages)
-        } else {
-            self.find_from_lists(snap, from, shift.delta_p, limit_pages)
-        };
-        let mut chosen = chosen;
-        if to == fast {
-            // Promotion into a full default tier swaps with its coldest pages, as the base
-            // systems do — but only for a candidate in a hotter frequency bin than the page
-            // it displaces, or one the base calls hot displacing one it does not, so that
-            // sampling noise does not churn cold pages once the hot set is in place.
-            let free = (snap.free_bytes(fast) / snap.page_bytes) as usize;
-            if chosen.len() > free {
-                // The base's eviction order (HeMem: its cold list; TPP: the inactive list).
-                let victims: Vec<(f64, PageIdx)> = self
-                    .base
-                    .coldest_pages(snap, fast, chosen.len() - free)
-                    .into_iter()
-                    .map(|p| (self.base.heat(p), p))
-                    .collect();
-                let mut kept = chosen[..free.min(chosen.len())].to_vec();
-                for (cand, (vheat, victim)) in chosen[free.min(chosen.len())..].iter().zip(victims) {
-                    let hotter_bin = self.bin_of(self.base.heat(*cand)) > self.bin_of(vheat);
-                    if hotter_bin || (self.base.is_hot(*cand) && !self.base.is_hot(victim)) {
-                        plan.push(victim, slow);
-                        kept.push(*cand);
-                    }
-                }
-                chosen = kept;
-            }
-        }
-        for p in chosen {
-            plan.push(p, to);
+        for i in 0..pairs {
+            self.balance_pair(snap, i, &mut plan);
         }
         // Swap victims and chosen pages first, then the base's own capacity moves (skipping
         // pages Colloid already moves).
