@@ -250,7 +250,8 @@ def _tier_names(directory: Path) -> dict[int, str]:
 
 @kind("timeseries")
 def plot_timeseries(directory: Path) -> list[Path]:
-    """``DIR/timeseries.csv`` -> ``throughput.png``, ``latency.png``, ``bandwidth.png``
+    """``DIR/timeseries.csv`` -> ``throughput.png``, ``latency.png`` (per tier, plus
+    ``avg_latency_ns`` when present), ``bandwidth.png``
     (and ``placement.png`` when tier occupancy or application shares are recorded).
     Only the columns present are drawn; a file whose columns are all absent is skipped."""
     csv = directory / "timeseries.csv"
@@ -291,6 +292,8 @@ def plot_timeseries(directory: Path) -> list[Path]:
         ax = axes[0, 0]
         for i, col in sorted(tiers["latency_ns"].items()):
             ax.plot(t, ts[col], label=tier_label(i))
+        if "avg_latency_ns" in ts.columns:
+            ax.plot(t, ts["avg_latency_ns"], "k--", linewidth=1, label="application average")
         ax.set_ylabel("loaded latency (ns)")
         ax.set_xlabel("time (s)")
         ax.grid(alpha=0.3)
