@@ -106,15 +106,17 @@ impl<B: HeatModel> Colloid<B> {
     /// probability fits in what is left of Δp; stop at Δp, the limit, or no candidates.
     fn find_from_lists(&self, snap: &Snapshot<'_>, from: TierId, delta_p: f64, limit_pages: u64) -> Vec<PageIdx> {
         let mut bins: Vec<Vec<PageIdx>> = vec![Vec::new(); self.bins];
+        let hot_only = self.base.colloid_hot_list_only();
         for (page, tier) in snap.placement.iter().enumerate() {
             if *tier != from {
                 continue;
             }
             let (page, b) = (page as PageIdx, self.bin_of(self.base.heat(page as PageIdx)));
             // Cold pages (lowest bin, not hot to the base) are not Colloid's to move: they
-            // shift p by nothing, and a base that demotes cold pages proactively (MEMTIS)
-            // would send them straight back (MEMTIS+Colloid scans only hot lists, §4.2).
-            if b > 0 || self.base.is_hot(page) {
+            // shift p by nothing. MEMTIS+Colloid scans only the hot lists (§4.2): its
+            // default-tier thread would send any cold page straight back.
+            let hot = self.base.is_hot(page);
+            if hot || (!hot_only && b > 0) {
                 bins[b].push(page);
             }
         }

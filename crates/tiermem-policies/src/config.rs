@@ -63,7 +63,6 @@ thres_hot = 1                         # htmm_thres_hot: lowest hot bin
 warm = true                           # !htmm_nowarm
 promotion_watermark = 0.03            # get_memcg_promotion_watermark: 3 % of the tier
 demotion_watermark = 0.02             # get_memcg_demotion_watermark: 2 %
-proactive_demotion = true             # cold pages leave the default tier (Colloid §5.2)
 migration_limit_mib_per_s = 2048.0    # MAX_MIGRATION_RATE_IN_MBPS
 "#,
     ),

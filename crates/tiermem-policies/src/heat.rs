@@ -55,6 +55,11 @@ pub trait HeatModel: Send {
     }
     /// Up to `n` pages of `tier` in the order the system would evict them (coldest first).
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx>;
+    /// Whether a Colloid layer may pick only pages the system calls hot (MEMTIS+Colloid
+    /// scans the hot lists, Colloid §4.2) rather than any page of a frequency bin (§4.1).
+    fn colloid_hot_list_only(&self) -> bool {
+        false
+    }
     /// Moves the system makes for capacity reasons alone, which a layer keeps (TPP's kswapd
     /// demotions under the watermarks, MEMTIS's default-tier kmigraterd). Called after
     /// `ingest`, at most once per quantum.
@@ -101,6 +106,9 @@ impl HeatModel for Box<dyn HeatModel> {
     }
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
         (**self).coldest_pages(snap, tier, n)
+    }
+    fn colloid_hot_list_only(&self) -> bool {
+        (**self).colloid_hot_list_only()
     }
     fn capacity_moves(&mut self, snap: &Snapshot<'_>) -> Plan {
         (**self).capacity_moves(snap)

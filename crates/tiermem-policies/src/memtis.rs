@@ -13,15 +13,18 @@
 //!   75 % of that capacity, a warm band one bin below the threshold is kept in the default
 //!   tier (`warm_threshold = active_threshold - 1`), else warm = hot.
 //! * Every `cooling_period_samples` samples all counts halve (`__cooling`); MEMTIS walks the
-//!   LRU lists to do it, we halve at once. After a cooling the threshold falls by one if the
-//!   histogram no longer supports it.
-//! * kmigraterd, every `quantum_ms` (500 ms): promote hot pages of the alternate tier,
-//!   hottest first, into free space above the promotion watermark, demoting cold pages of
-//!   the default tier to make room; and demote the default tier's cold pages. MEMTIS keeps
-//!   cold pages out of the default tier even when it has room (Colloid §5.2: "MEMTIS
+//!   LRU lists to do it, we halve at once. At the first adaptation after a cooling the
+//!   threshold falls by one if the histogram no longer supports it.
+//! * kmigraterd, every `quantum_ms` (500 ms), as `need_toptier_demotion` and
+//!   `promotion_available` in mm/htmm_migrater.c: hot pages waiting in the alternate tier
+//!   (its active list) make the default tier's thread demote cold pages (bin below the warm
+//!   threshold, coldest first) until `used + waiting + promotion watermark` fits the tier —
+//!   so MEMTIS moves cold pages out even when the tier still has room (Colloid §5.2: "MEMTIS
 //!   proactively places cold pages in the alternate tier even when there is capacity
-//!   available in the default tier"); `proactive_demotion = false` demotes only below the
-//!   demotion watermark.
+//!   available in the default tier"); with nothing waiting it demotes only below the
+//!   demotion watermark. The alternate tier's thread then promotes waiting hot pages,
+//!   hottest first, into the space above the promotion watermark. If the demotion falls
+//!   short of what waits, the warm band is dropped (`warm_threshold = active_threshold`).
 //! * Not modelled: huge-page splitting and coalescing (MEMTIS's page-size determination);
 //!   the simulated page size is fixed by the backend.
 //!
@@ -69,9 +72,6 @@ pub struct MemtisConfig {
     /// Demotion watermark, as a fraction of the default tier (2 %).
     #[serde(default = "d_demo_wm")]
     pub demotion_watermark: f64,
-    /// Demote cold pages even when the default tier has room (Colloid §5.2).
-    #[serde(default = "d_true")]
-    pub proactive_demotion: bool,
     /// `MAX_MIGRATION_RATE_IN_MBPS = 2048`.
     #[serde(default = "d_limit")]
     pub migration_limit_mib_per_s: f64,
@@ -116,7 +116,6 @@ impl Default for MemtisConfig {
             warm: true,
             promotion_watermark: d_promo_wm(),
             demotion_watermark: d_demo_wm(),
-            proactive_demotion: true,
             migration_limit_mib_per_s: d_limit(),
         }
     }
@@ -163,6 +162,8 @@ pub struct Memtis {
     pub active_threshold: u32,
     pub warm_threshold: u32,
     pub coolings: u64,
+    /// A cooling happened since the last adaptation.
+    cooled: bool,
     /// Default-tier pages usable by hot pages at the last adaptation.
     max_hot_pages: u64,
 }
@@ -179,6 +180,7 @@ impl Memtis {
             active_threshold: t,
             warm_threshold: t,
             coolings: 0,
+            cooled: false,
             max_hot_pages: 0,
         }
     }
@@ -213,9 +215,11 @@ impl Memtis {
         self.samples += 1;
         if self.samples % self.cfg.cooling_period_samples == 0 {
             self.cool();
-            self.adjust(max_hot, true);
         } else if self.samples % self.cfg.adaptation_period_samples == 0 {
-            self.adjust(max_hot, false);
+            // The first adaptation after a cooling applies the cooled rule (htmm_core.c:
+            // `__cooling` sets `cooled`, `__adjust_active_threshold` consumes it).
+            let cooled = std::mem::take(&mut self.cooled);
+            self.adjust(max_hot, cooled);
         }
     }
 
@@ -230,6 +234,7 @@ impl Memtis {
             }
         }
         self.coolings += 1;
+        self.cooled = true;
     }
 
     /// `__adjust_active_threshold`.
@@ -281,48 +286,67 @@ impl Memtis {
         v.into_iter().map(|(_, p)| p).collect()
     }
 
-    /// kmigraterd: promotions (with room-making demotions), then cold-page demotions.
+    /// The default tier's kmigraterd (`need_toptier_demotion` + `demote_node`): the cold
+    /// pages (bin below the warm threshold, coldest first) it would demote this quantum —
+    /// enough for the hot pages waiting in the alternate tier plus the promotion watermark,
+    /// or, with nothing waiting, enough to climb back above the demotion watermark.
+    fn demotion_candidates(&mut self, snap: &Snapshot<'_>) -> Vec<PageIdx> {
+        let cap = capacity_pages(snap, FAST);
+        let used = cap.saturating_sub(free_pages(snap, FAST));
+        let active = self.active_threshold as usize;
+        let waiting = pages_in(snap, SLOW).filter(|&p| self.bin(p) >= active).count() as u64;
+        let (demo_wm, promo_wm) = (self.demo_wm(snap), self.promo_wm(snap));
+        let fits = if waiting > 0 { used + waiting + promo_wm <= cap } else { used + demo_wm <= cap };
+        if fits {
+            return Vec::new();
+        }
+        let exceeded = (used + waiting + promo_wm - cap) as usize;
+        let warm = self.warm_threshold as usize;
+        let mut out = self.coldest(snap, FAST, |p| self.bin(p) < warm);
+        out.truncate(exceeded);
+        // `demote_node`: demoting less than what waits drops the warm band.
+        if self.cfg.warm && waiting.min(exceeded as u64) > out.len() as u64 {
+            self.warm_threshold = self.active_threshold;
+        }
+        out
+    }
+
+    /// Both kmigraterd threads in one quantum, sharing the migration limit: each promotion of
+    /// a waiting hot page (hottest first) into room above the promotion watermark — room a
+    /// demotion makes when the tier is full — then the remaining demotions.
     fn migrate(&mut self, snap: &Snapshot<'_>) -> Plan {
         let mut plan = Plan::default();
         if snap.tiers.len() < 2 {
             return plan;
         }
         let mut budget = Budget::new(HeatModel::migration_limit_bytes(self), snap.page_bytes);
-        let promo_wm = self.promo_wm(snap);
-        let mut free = free_pages(snap, FAST);
+        let victims = self.demotion_candidates(snap);
+        let cap = capacity_pages(snap, FAST);
+        let used = cap.saturating_sub(free_pages(snap, FAST));
+        let mut room = cap.saturating_sub(self.promo_wm(snap)).saturating_sub(used);
+        let mut victims = victims.into_iter().peekable();
         let active = self.active_threshold as usize;
-        let warm = self.warm_threshold as usize;
-        let cold_fast = self.coldest(snap, FAST, |p| self.bin(p) < warm);
-        let mut victims = cold_fast.into_iter().peekable();
         for p in self.hottest(snap, SLOW, |p| self.bin(p) >= active) {
-            if free > promo_wm {
+            if room > 0 {
                 if !budget.take(1) {
                     break;
                 }
-                free -= 1;
+                room -= 1;
             } else {
-                let Some(v) = victims.next() else { break };
+                let Some(&v) = victims.peek() else { break };
                 if !budget.take(2) {
                     break;
                 }
+                victims.next();
                 plan.push(v, SLOW);
             }
             plan.push(p, FAST);
         }
-        // The default tier's kmigraterd: cold pages go to the alternate tier — all of them
-        // (proactive), or enough to climb back above the watermark when below it.
-        let demo_wm = self.demo_wm(snap);
-        let proactive = self.cfg.proactive_demotion;
-        let mut below = free < demo_wm;
         for v in victims {
-            if !(proactive || below) || !budget.take(1) {
+            if !budget.take(1) {
                 break;
             }
             plan.push(v, SLOW);
-            free += 1;
-            if free >= promo_wm {
-                below = false;
-            }
         }
         plan
     }
@@ -374,37 +398,24 @@ impl HeatModel for Memtis {
         v.truncate(n);
         v
     }
-    /// The default-tier kmigraterd alone (what a layer keeps, Colloid §4.2): below the
-    /// demotion watermark, demote cold pages until the promotion watermark, within the
-    /// migration limit; proactive demotion of the remaining cold pages takes at most half of
-    /// the limit, so that the layer's own moves (which share the quota and come after these
-    /// in the plan) are not starved while a large cold population drains.
+    /// MEMTIS+Colloid scans the tiers' hot lists only (Colloid §4.2).
+    fn colloid_hot_list_only(&self) -> bool {
+        true
+    }
+    /// The default tier's kmigraterd alone, unmodified under a layer (Colloid §4.2): hot
+    /// pages the layer leaves in the alternate tier still count as waiting, which is why
+    /// MEMTIS+Colloid ends with the whole working set there at 3× (§5.3).
     fn capacity_moves(&mut self, snap: &Snapshot<'_>) -> Plan {
         let mut plan = Plan::default();
         if snap.tiers.len() < 2 {
             return plan;
         }
-        let limit = HeatModel::migration_limit_bytes(self);
-        let mut budget = Budget::new(limit, snap.page_bytes);
-        let mut proactive_budget = Budget::new(limit.map(|l| l / 2), snap.page_bytes);
-        let warm = self.warm_threshold as usize;
-        let mut free = free_pages(snap, FAST);
-        let (demo_wm, promo_wm) = (self.demo_wm(snap), self.promo_wm(snap));
-        let mut below = free < demo_wm;
-        for v in self.coldest(snap, FAST, |p| self.bin(p) < warm) {
-            let ok = if below {
-                budget.take(1)
-            } else {
-                self.cfg.proactive_demotion && proactive_budget.take(1) && budget.take(1)
-            };
-            if !ok {
+        let mut budget = Budget::new(HeatModel::migration_limit_bytes(self), snap.page_bytes);
+        for v in self.demotion_candidates(snap) {
+            if !budget.take(1) {
                 break;
             }
             plan.push(v, SLOW);
-            free += 1;
-            if free >= promo_wm {
-                below = false;
-            }
         }
         plan
     }
@@ -529,19 +540,24 @@ mod tests {
         m.decide(&w.snap());
         assert_eq!(m.count(0), 64);
         assert_eq!(m.active_threshold, 1, "everything fits: the threshold stays at thres_hot");
-        // Force a cooling.
-        let mut m = Memtis::new(MemtisConfig { adaptation_period_samples: 1_000_000, cooling_period_samples: 64, ..MemtisConfig::default() });
+        // Force a cooling after 64 samples; the next adaptation (sample 96) applies it.
+        let mut m = Memtis::new(MemtisConfig { adaptation_period_samples: 96, cooling_period_samples: 64, ..MemtisConfig::default() });
         m.active_threshold = 5;
         m.decide(&w.snap());
         assert_eq!(m.coolings, 1);
         assert_eq!(m.count(0), 32);
         assert_eq!(m.histogram()[5], 1);
+        assert_eq!(m.active_threshold, 5, "the threshold waits for the next adaptation");
+        w.events.truncate(32);
+        m.decide(&w.snap());
+        assert_eq!(m.count(0), 64);
         assert_eq!(m.active_threshold, 4, "after a cooling the threshold steps down by one");
     }
 
     #[test]
-    fn demotes_cold_pages_proactively_and_makes_room() {
-        // Fast (10 pages) holds pages 0..10; page 0 is hot, the rest cold. Slow page 20 hot.
+    fn demotes_for_waiting_hot_pages_then_promotes_them() {
+        // Fast (10 pages, watermarks 1 page each) holds pages 0..10; page 0 is hot, the rest
+        // cold. Slow page 20 is hot: it waits.
         let mut w = World::new(30, 10, 10, 30);
         let mut m = Memtis::new(small(1_000_000));
         m.warm_threshold = 1;
@@ -550,35 +566,68 @@ mod tests {
             w.events.push(HeatEvent::Sample { page: 20, write: false });
         }
         let plan = m.decide(&w.snap());
-        // Full default tier: demote the coldest (page 1) to admit page 20; then the other
-        // cold pages leave proactively. The hot page 0 stays.
-        assert_eq!(plan.moves[0].range.start, 1);
-        assert_eq!(plan.moves[0].to, SLOW);
-        assert_eq!(plan.moves[1].range.start, 20);
-        assert_eq!(plan.moves[1].to, FAST);
-        assert_eq!(moved_to(&plan, SLOW), (1..10).collect::<Vec<_>>());
-        // Without proactive demotion: the room-making demotion, then (the tier is still full,
-        // below the 2 % demotion watermark) cold pages until the 3 % promotion watermark.
-        let mut m = Memtis::new(MemtisConfig { proactive_demotion: false, ..small(1_000_000) });
+        // used 10 + waiting 1 + promotion watermark 1 exceeds 10 by 2: the two coldest pages
+        // leave (not the hot page 0), then page 20 fills the room above the watermark.
+        let moves: Vec<(u32, TierId)> = plan.moves.iter().map(|mv| (mv.range.start, mv.to)).collect();
+        assert_eq!(moves, vec![(1, SLOW), (20, FAST), (2, SLOW)]);
+        w.apply(&plan);
+        // Nothing waits and the tier is above its demotion watermark: the remaining cold
+        // pages stay although MEMTIS calls them cold.
         let plan = m.decide(&w.snap());
-        assert_eq!(moved_to(&plan, SLOW), vec![1, 2]);
+        assert!(plan.moves.is_empty(), "{plan:?}");
+        // A full tier with nothing waiting demotes down to the promotion watermark only.
+        let w = World::new(30, 10, 10, 30);
+        let mut m = Memtis::new(small(1_000_000));
+        let plan = m.decide(&w.snap());
+        assert_eq!(moved_to(&plan, SLOW), vec![0]);
     }
 
     #[test]
-    fn capacity_moves_leave_room_for_a_layer() {
-        // 100-page default tier, full of never-sampled (cold) pages, 20 % free in the alternate.
-        let mut w = World::new(300, 100, 100, 300);
-        // Budget 10 pages per quantum: 40 MiB/s · 0.5 s = 20 MiB.
+    fn waiting_hot_pages_demote_cold_pages_even_with_room() {
+        // 100-page default tier, half full of never-sampled pages; 60 hot pages wait in the
+        // alternate tier. used 50 + waiting 60 + watermark 3 exceeds 100 by 13 (Colloid §5.2:
+        // "even when there is capacity available in the default tier").
+        let mut w = World::new(300, 50, 100, 300);
+        for p in 100..160u32 {
+            for _ in 0..4 {
+                w.events.push(HeatEvent::Sample { page: p, write: false });
+            }
+        }
+        let mut m = Memtis::new(small(1_000_000));
+        m.warm_threshold = 1;
+        m.ingest(&w.snap());
+        let plan = m.capacity_moves(&w.snap());
+        assert_eq!(moved_to(&plan, SLOW), (0..13).collect::<Vec<_>>());
+        assert!(moved_to(&plan, FAST).is_empty(), "capacity moves never promote");
+        // Within the migration limit (40 MiB/s · 0.5 s = 10 pages of 2 MiB).
         let mut m = Memtis::new(MemtisConfig { migration_limit_mib_per_s: 40.0, ..small(1_000_000) });
         m.warm_threshold = 1;
         m.ingest(&w.snap());
-        // Below the 2 % demotion watermark (free 0 < 2): demote to the 3 % promotion
-        // watermark (3 pages) from the full budget, then proactively half of it (5 more).
-        let plan = m.capacity_moves(&w.snap());
-        assert_eq!(moved_to(&plan, SLOW), (0..8).collect::<Vec<_>>());
-        w.apply(&plan);
-        let plan = m.capacity_moves(&w.snap());
-        assert_eq!(moved_to(&plan, SLOW).len(), 5, "proactive: half of the 10-page budget");
+        assert_eq!(m.capacity_moves(&w.snap()).pages(), 10);
+    }
+
+    #[test]
+    fn warm_band_dropped_when_demotion_falls_short() {
+        // The default tier is full of warm pages (bin 1 = warm, hot is bin 2): nothing can be
+        // demoted for the waiting hot page, so the warm band goes.
+        let mut w = World::new(20, 10, 10, 20);
+        for p in 0..10u32 {
+            for _ in 0..2 {
+                w.events.push(HeatEvent::Sample { page: p, write: false });
+            }
+        }
+        for _ in 0..4 {
+            w.events.push(HeatEvent::Sample { page: 15, write: false });
+        }
+        let mut m = Memtis::new(small(1_000_000));
+        m.active_threshold = 2;
+        m.warm_threshold = 1;
+        let plan = m.decide(&w.snap());
+        assert!(plan.moves.is_empty(), "{plan:?}");
+        assert_eq!(m.warm_threshold, 2);
+        w.events.clear();
+        let plan = m.decide(&w.snap());
+        assert_eq!(moved_to(&plan, SLOW).len(), 2, "warm pages are now demotable");
     }
 
     #[test]
