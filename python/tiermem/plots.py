@@ -461,7 +461,7 @@ def plot_colloid_fig8(directory: Path) -> list[Path]:
 def plot_colloid_fig9(directory: Path) -> list[Path]:
     """Colloid Fig. 9: throughput and migration rate over time, with and without Colloid,
     one row per scenario and one column per system, from ``DIR/fig9_timeseries.csv`` (a dotted
-    line marks ``change_at_s`` from summary.json when present)."""
+    line marks the change: a row's ``change_at_s`` from summary.json, else the top-level one)."""
     csv = directory / "fig9_timeseries.csv"
     if not csv.is_file():
         raise FileNotFoundError(f"{csv}: no fig9_timeseries.csv")
@@ -472,9 +472,13 @@ def plot_colloid_fig9(directory: Path) -> list[Path]:
         raise ValueError(f"{csv}: lacks {', '.join(missing)}")
     ts["colloid"] = ts["colloid"].astype(str).str.lower().isin(["true", "1", "yes"])
     try:
-        change_at = read_summary(directory).get("change_at_s")
+        summary = read_summary(directory)
     except (FileNotFoundError, ValueError):
-        change_at = None
+        summary = {}
+    change_at = summary.get("change_at_s")
+    # TPP warms up longer before its change (it needs ~250 s to reach steady state).
+    change_for = {r.get("system"): r["change_at_s"] for r in summary.get("rows", [])
+                  if isinstance(r, dict) and isinstance(r.get("change_at_s"), (int, float))}
     scenarios = list(dict.fromkeys(ts["scenario"]))
     systems = _ordered(list(ts["system"]), SYSTEM_ORDER)
     written = []
@@ -485,7 +489,7 @@ def plot_colloid_fig9(directory: Path) -> list[Path]:
         if col not in ts.columns:
             continue
         fig, axes = new_figure(len(scenarios), len(systems), size=(3.5 * len(systems), 2.6 * len(scenarios)),
-                               sharex=True)
+                               sharex="col")
         for r, scenario in enumerate(scenarios):
             for c, system in enumerate(systems):
                 ax = axes[r, c]
@@ -494,8 +498,9 @@ def plot_colloid_fig9(directory: Path) -> list[Path]:
                     sub = part[part["colloid"] == with_colloid]
                     if len(sub):
                         ax.plot(sub["t_s"], sub[col] * scale, label="with Colloid" if with_colloid else "without")
-                if isinstance(change_at, (int, float)):
-                    ax.axvline(change_at, color="0.5", linestyle=":", linewidth=1)
+                mark = change_for.get(system, change_at)
+                if isinstance(mark, (int, float)):
+                    ax.axvline(mark, color="0.5", linestyle=":", linewidth=1)
                 ax.grid(alpha=0.3)
                 if r == 0:
                     ax.set_title(_system_label(system))

@@ -66,11 +66,17 @@ impl<B: HeatModel> Colloid<B> {
         } else {
             self.find_from_lists(snap, from, shift.delta_p, limit_pages)
         };
-        if to == fast {
+        // The base's own capacity moves make room in the default tier (MEMTIS's default-tier
+        // thread): promote only into that room.
+        let base_room = if i == 0 { self.base.promotion_room(snap) } else { None };
+        if let (true, Some(room)) = (to == fast, base_room) {
+            chosen.truncate(room as usize);
+        } else if to == fast {
             // Promotion into a full tier swaps with its coldest pages, as the base systems
-            // do — but only for a candidate in a hotter frequency bin than the page it
-            // displaces, or one the base calls hot displacing one it does not, so that
-            // sampling noise does not churn cold pages once the hot set is in place.
+            // do — but only for a candidate the base calls hot, displacing a page it does not
+            // call hot or one in a colder frequency bin: free space takes any candidate, but
+            // sampling noise must not swap cold pages for cold pages once the hot set is in
+            // place (the base systems never do that either).
             let free = (snap.free_bytes(fast) / snap.page_bytes) as usize;
             if chosen.len() > free {
                 // The base's eviction order (HeMem: its cold list; TPP: the inactive list).
@@ -84,7 +90,7 @@ impl<B: HeatModel> Colloid<B> {
                 let mut kept = chosen[..free].to_vec();
                 for (cand, (vheat, victim)) in chosen[free..].iter().zip(victims) {
                     let hotter_bin = self.bin_of(self.base.heat(*cand)) > self.bin_of(vheat);
-                    if hotter_bin || (self.base.is_hot(*cand) && !self.base.is_hot(victim)) {
+                    if self.base.is_hot(*cand) && (hotter_bin || !self.base.is_hot(victim)) {
                         plan.push(victim, slow);
                         kept.push(*cand);
                     }

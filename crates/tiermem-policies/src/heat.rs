@@ -60,6 +60,13 @@ pub trait HeatModel: Send {
     fn colloid_hot_list_only(&self) -> bool {
         false
     }
+    /// Pages a layer may promote into the default tier this quantum when the system's own
+    /// capacity moves make the room (MEMTIS: the space above its promotion watermark, which
+    /// its default-tier thread frees for waiting hot pages). `None`: the layer makes room
+    /// itself by swapping with the system's coldest pages (HeMem, TPP).
+    fn promotion_room(&self, _snap: &Snapshot<'_>) -> Option<u64> {
+        None
+    }
     /// Moves the system makes for capacity reasons alone, which a layer keeps (TPP's kswapd
     /// demotions under the watermarks, MEMTIS's default-tier kmigraterd). Called after
     /// `ingest`, at most once per quantum.
@@ -109,6 +116,9 @@ impl HeatModel for Box<dyn HeatModel> {
     }
     fn colloid_hot_list_only(&self) -> bool {
         (**self).colloid_hot_list_only()
+    }
+    fn promotion_room(&self, snap: &Snapshot<'_>) -> Option<u64> {
+        (**self).promotion_room(snap)
     }
     fn capacity_moves(&mut self, snap: &Snapshot<'_>) -> Plan {
         (**self).capacity_moves(snap)

@@ -402,6 +402,13 @@ impl HeatModel for Memtis {
     fn colloid_hot_list_only(&self) -> bool {
         true
     }
+    /// Colloid runs on the alternate tier's kmigraterd (§4.2): it promotes into the space
+    /// above the promotion watermark, which the default tier's thread keeps free.
+    fn promotion_room(&self, snap: &Snapshot<'_>) -> Option<u64> {
+        let cap = capacity_pages(snap, FAST);
+        let used = cap.saturating_sub(free_pages(snap, FAST));
+        Some(cap.saturating_sub(self.promo_wm(snap)).saturating_sub(used))
+    }
     /// The default tier's kmigraterd alone, unmodified under a layer (Colloid §4.2): hot
     /// pages the layer leaves in the alternate tier still count as waiting, which is why
     /// MEMTIS+Colloid ends with the whole working set there at 3× (§5.3).
