@@ -341,6 +341,7 @@ impl SimBackend {
     fn epoch(&mut self, step_ns: u64, mig_read: &[f64], mig_write: &[f64], stall: f64) {
         if self.workload.advance_to(self.now_ns) {
             self.shape = self.workload.op_shape();
+            self.tracker.set_lines_per_op(self.shape.lines_per_op.max(1) as f64);
             self.exact = self.workload.probabilities().is_some();
             self.recompute_mass();
         }
@@ -479,17 +480,19 @@ impl Backend for SimBackend {
         &self.specs
     }
     fn install_tracker(&mut self, spec: &TrackerSpec) -> Result<()> {
-        // A simulated access must not stand for more real accesses than one PEBS sample
+        // A simulated access must not stand for more cache-line loads than one PEBS sample
         // period: otherwise one access yields several samples of the same page, clumping
         // the samples and inflating the tracker's noise.
+        let lines = self.shape.lines_per_op.max(1) as f64;
         if let Some(period) = pebs_period(spec) {
-            let k = (period as f64 / self.scale).max(1.0);
+            let k = (period as f64 / self.scale / lines).max(1.0);
             if k < self.accesses_per_sample {
                 self.accesses_per_sample = k;
                 self.workload.set_accesses_per_sample(k);
             }
         }
         self.tracker = SimTracker::new(spec, self.placement.len(), self.accesses_per_sample, self.scale);
+        self.tracker.set_lines_per_op(lines);
         Ok(())
     }
     fn advance(&mut self, dt_ns: u64) -> Result<()> {

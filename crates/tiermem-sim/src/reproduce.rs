@@ -309,7 +309,7 @@ fn colloid_heatmap(quick: bool, axis: Axis) -> Result<Value> {
         (Axis::AltLatency, false) => ("colloid-fig7", vec![1.9, 2.1, 2.3, 2.5, 2.7]),
         (Axis::AltLatency, true) => ("colloid-fig7", vec![1.9, 2.3, 2.7]),
         (Axis::ObjectSize, false) => ("colloid-fig8", vec![64.0, 256.0, 1024.0, 4096.0]),
-        (Axis::ObjectSize, true) => ("colloid-fig8", vec![64.0, 1024.0, 4096.0]),
+        (Axis::ObjectSize, true) => ("colloid-fig8", vec![64.0, 4096.0]),
     };
     // Quick runs sweep the systems with fast convergence; the full run includes TPP.
     let systems: &[&str] = if quick { &["hemem", "memtis"] } else { BASELINES };

@@ -26,6 +26,9 @@ pub struct EpochContext<'a> {
 /// thinned stream (an access standing for k real ones advances the counter by k).
 pub struct Pebs {
     period: f64,
+    /// Simulated accesses stand for `accesses_per_sample` operations of `lines` cache-line
+    /// loads each: PEBS counts loads, so one 4 KiB object yields 64 chances to be sampled.
+    accesses_per_sample: f64,
     per_access: f64,
     counter: f64,
     pending: Vec<HeatEvent>,
@@ -73,6 +76,7 @@ impl SimTracker {
             }
             TrackerSpec::Pebs { sample_period } => SimTracker::Pebs(Pebs {
                 period: (*sample_period as f64 / scale).max(1.0),
+                accesses_per_sample,
                 per_access: accesses_per_sample,
                 counter: 0.0,
                 pending: Vec::new(),
@@ -94,6 +98,16 @@ impl SimTracker {
                 touched: vec![false; pages],
                 pending: Vec::new(),
             }),
+        }
+    }
+
+    /// Each operation loads `lines` cache lines (the workload's op shape): PEBS's sampling
+    /// probability per operation scales with it.
+    pub fn set_lines_per_op(&mut self, lines: f64) {
+        match self {
+            SimTracker::Pebs(p) => p.per_access = p.accesses_per_sample * lines.max(1.0),
+            SimTracker::Combined(ts) => ts.iter_mut().for_each(|t| t.set_lines_per_op(lines)),
+            _ => {}
         }
     }
 
@@ -251,6 +265,19 @@ mod tests {
         let mut out = Vec::new();
         t.drain(&mut out);
         assert_eq!(out.len(), 100 * 1000 / 5000);
+    }
+
+    #[test]
+    fn pebs_samples_every_cache_line_load() {
+        // 4 KiB objects: each operation is 64 line loads, so 64× the samples per operation.
+        let mut t = SimTracker::new(&TrackerSpec::Pebs { sample_period: 5000 }, 4, 10.0, 1.0);
+        t.set_lines_per_op(64.0);
+        for i in 0..1000 {
+            t.on_access(i % 4, false, 0, true);
+        }
+        let mut out = Vec::new();
+        t.drain(&mut out);
+        assert_eq!(out.len(), 1000 * 10 * 64 / 5000);
     }
 
     #[test]
