@@ -218,3 +218,75 @@ impl<B: HeatModel> Policy for Colloid<B> {
         plan
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heat::testutil::{moved_to, World};
+    use crate::heat::{FAST, SLOW};
+    use crate::hemem::{Hemem, HememConfig};
+    use crate::memtis::{Memtis, MemtisConfig};
+
+    /// The default tier idles at its unloaded latency (70 ns) and serves 9 % of the reads;
+    /// the alternate tier is slower (135 ns): Colloid promotes.
+    fn promote_telemetry(w: &mut World) {
+        let (r_d, r_a) = (1e8, 1e9);
+        w.tiers[0].arrival_rate_per_s = r_d;
+        w.tiers[0].occupancy = r_d * 70e-9;
+        w.tiers[1].arrival_rate_per_s = r_a;
+        w.tiers[1].occupancy = r_a * 135e-9;
+    }
+
+    #[test]
+    fn only_hot_candidates_displace_pages() {
+        // Default tier: 10 never-sampled pages, full. Alternate tier: page 15 warm (3 reads,
+        // bin 1 of HeMem's 0..10 frequency space, not hot), page 16 hot (6 reads), and 200
+        // pages read once (they make every page's probability small enough for Δp).
+        let mut w = World::new(300, 10, 10, 300);
+        promote_telemetry(&mut w);
+        w.reads(15, 3);
+        w.reads(16, 6);
+        for p in 100..300 {
+            w.reads(p, 1);
+        }
+        let mut c = Colloid::new(Hemem::new(HememConfig::default()), ColloidParams::default());
+        let plan = c.decide(&w.snap());
+        assert_eq!(c.last.unwrap().mode, Mode::Promote);
+        assert_eq!(moved_to(&plan, FAST), vec![16], "the warm page may not displace a page");
+        assert_eq!(moved_to(&plan, SLOW).len(), 1, "one victim for the hot page");
+        // With free room the warm page is promoted too: it shifts p without displacing.
+        let mut w2 = World::new(300, 10, 12, 300);
+        promote_telemetry(&mut w2);
+        w2.events = w.events.clone();
+        let mut c = Colloid::new(Hemem::new(HememConfig::default()), ColloidParams::default());
+        let plan = c.decide(&w2.snap());
+        assert_eq!(moved_to(&plan, FAST), vec![16, 15], "hottest bin first");
+        assert!(moved_to(&plan, SLOW).is_empty());
+    }
+
+    #[test]
+    fn memtis_colloid_promotes_into_the_room_memtis_makes() {
+        // 100-page default tier holding 90 never-sampled pages; 60 hot pages wait in the
+        // alternate tier. MEMTIS keeps 3 pages (3 %) free: room for 7 promotions now; its
+        // default-tier thread demotes 90 + 60 + 3 − 100 = 53 cold pages for the rest.
+        let mut w = World::new(300, 90, 100, 300);
+        promote_telemetry(&mut w);
+        for p in 100..160 {
+            w.reads(p, 4);
+        }
+        let cfg = MemtisConfig { adaptation_period_samples: 1_000_000, ..MemtisConfig::default() };
+        let mut c = Colloid::new(Memtis::new(cfg), ColloidParams::default());
+        let plan = c.decide(&w.snap());
+        let up = moved_to(&plan, FAST);
+        assert_eq!(up.len(), 7, "{up:?}");
+        assert!(up.iter().all(|p| (100..160).contains(p)));
+        let down = moved_to(&plan, SLOW);
+        assert_eq!(down.len(), 53);
+        assert!(down.iter().all(|&p| p < 90), "only cold pages leave");
+        w.apply(&plan);
+        // Next quantum the freed room takes more of the hot pages.
+        promote_telemetry(&mut w);
+        let plan = c.decide(&w.snap());
+        assert!(moved_to(&plan, FAST).len() > 7);
+    }
+}
