@@ -34,6 +34,7 @@ const MESS_SKYLAKE: &[[f64; 2]] = &[[0.0, 1.0], [0.5, 1.19], [0.7, 1.34], [0.8, 
 ///    a ~3.5× latency rise from 0× to 3× contention (§2.2) puts 0× latency near 100 ns of 70;
 ///  * the antagonist alone uses 51/65/70 % of peak with 5/10/15 cores (§2.1), closed loop;
 ///  * with GUPS + antagonist the default tier reaches 2.5×/3.8×/5× unloaded at 1×/2×/3× (§2.2).
+///
 /// Latency inflates well before saturation (bank conflicts and queueing, §3.1).
 const COLLOID_LOCAL: &[[f64; 2]] =
     &[[0.0, 1.0], [0.3, 1.08], [0.59, 1.43], [0.70, 1.9], [0.894, 2.75], [0.945, 3.8], [0.97, 4.5], [0.985, 5.2]];
