@@ -18,6 +18,8 @@ pub struct RuntimeBackend {
     scan_pages: u64,
     next_scan_ns: u64,
     now: u64,
+    /// Compression output buffer of `apply` (used without the state lock).
+    cbuf: Vec<u8>,
 }
 
 impl RuntimeBackend {
@@ -50,6 +52,7 @@ impl RuntimeBackend {
             scan_pages: rt.cfg.sampler.scan_pages,
             next_scan_ns: 0,
             now: sys::now_ns(),
+            cbuf: Vec::with_capacity(8192),
         }
     }
 }
@@ -121,9 +124,11 @@ impl Backend for RuntimeBackend {
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
         let mut a = Applied::default();
         let pages: Vec<(usize, u8)> = plan.moves.iter().flat_map(|m| m.range.pages().map(move |p| (p as usize, m.to.0))).collect();
+        let mut out = std::mem::take(&mut self.cbuf);
         for chunk in pages.chunks(EVICT_BATCH) {
-            // The lock is taken per page, so a fault waits for at most one eviction; the
-            // batch's staging slots are released with one DONTNEED at its end.
+            // The lock is taken per page and never across a compression (`Runtime::evict`),
+            // so a fault waits for at most one page move; the batch's staging slots are
+            // released with one DONTNEED at its end.
             for (slot, &(p, to)) in chunk.iter().enumerate() {
                 a.pages_tried += 1;
                 if quota_bytes.is_some_and(|q| a.bytes_moved + PAGE as u64 > q) {
@@ -131,8 +136,12 @@ impl Backend for RuntimeBackend {
                     continue;
                 }
                 let r = {
-                    let mut st = self.rt.lock();
-                    self.rt.move_page(&mut st, p, to, slot)
+                    if to >= 1 {
+                        self.rt.evict(p, to, slot, &mut out)
+                    } else {
+                        let mut st = self.rt.lock();
+                        self.rt.move_page(&mut st, p, to, slot)
+                    }
                 };
                 match r {
                     MoveResult::Applied => {
@@ -146,6 +155,7 @@ impl Backend for RuntimeBackend {
             let mut st = self.rt.lock();
             self.rt.end_batch(&mut st);
         }
+        self.cbuf = out;
         a
     }
 }

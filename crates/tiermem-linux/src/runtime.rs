@@ -140,6 +140,25 @@ fn lock(rt: &Runtime) -> MutexGuard<'_, State> {
     rt.st.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The fault thread's way to take the state lock: spin (the other holders keep it for one
+/// page move or commit, a few us) rather than sleep on the futex, whose wakeup costs tens of
+/// us here; sleeps only if the lock stays taken for long (a munmap of a large region).
+fn lock_spin(rt: &Runtime) -> MutexGuard<'_, State> {
+    let t0 = sys::now_ns();
+    loop {
+        match rt.st.try_lock() {
+            Ok(g) => return g,
+            Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if sys::now_ns() - t0 > SPIN_NS {
+                    return lock(rt);
+                }
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
 impl State {
     fn set(&mut self, i: usize, p: Page) {
         let old = self.pages[i];
@@ -267,7 +286,7 @@ impl Runtime {
             blocks: HashMap::new(),
             tiers,
             hint_free: (0..HINT_SLOTS as u32).rev().collect(),
-            hint_owner: vec![(0, 0); HINT_SLOTS],
+            hint_owner: vec![(0, 0); HINT_SLOTS + EVICT_BATCH],
             hint_dirty: Vec::new(),
             events: Vec::new(),
             resident: 0,
@@ -393,6 +412,22 @@ impl Runtime {
         };
     }
 
+    /// Give a staging slot back. Hint slots return to the free list (`dirty`: its page is
+    /// still there and must be dropped before reuse); eviction slots (>= HINT_SLOTS) belong
+    /// to the manager's current batch and are released by `end_batch`.
+    fn free_slot(st: &mut State, slot: u32, dirty: bool) {
+        if (slot as usize) < HINT_SLOTS {
+            if dirty {
+                st.hint_dirty.push(slot);
+            }
+            st.hint_free.push(slot);
+        }
+    }
+
+    fn in_staging(&self, a: usize) -> bool {
+        a >= self.hint_base && a < self.hint_base + (HINT_SLOTS + EVICT_BATCH) * PAGE
+    }
+
     /// Drop whatever data page `i` holds (pool object, hint slot); does not touch its PTE.
     fn drop_data(&self, st: &mut State, i: usize) {
         let p = st.pages[i];
@@ -402,11 +437,7 @@ impl Runtime {
                 t.pool.free(p.handle);
                 t.pages -= 1;
             }
-            K_STAGED => {
-                let slot = p.handle as u32;
-                st.hint_dirty.push(slot);
-                st.hint_free.push(slot);
-            }
+            K_STAGED => Self::free_slot(st, p.handle as u32, true),
             _ => {}
         }
     }
@@ -667,7 +698,7 @@ impl Runtime {
                 }
                 let t0 = sys::now_ns();
                 self.fault_msgs.fetch_add(n as u64, Ordering::Relaxed);
-                let mut st = lock(self);
+                let mut st = lock_spin(self);
                 for m in &msgs[..n] {
                     if m.event == UFFD_EVENT_PAGEFAULT {
                         self.serve(&mut st, sys::page_down(m.address as usize), m.flags & UFFD_PAGEFAULT_FLAG_WRITE != 0, t0);
@@ -682,7 +713,11 @@ impl Runtime {
 
     fn serve(&self, st: &mut State, a: usize, write: bool, t0: u64) {
         if !self.contains(a) || self.idx(a) >= st.hwm as usize {
-            self.uffd.wake(a, PAGE);
+            // A staging slot read by the evictor after this thread moved its page back
+            // home (see `evict`): it reads zeros and discards what it read.
+            if !(self.in_staging(a) && self.uffd.zeropage(a, PAGE) == Op::Done) {
+                self.uffd.wake(a, PAGE);
+            }
             return;
         }
         let i = self.idx(a);
@@ -733,7 +768,7 @@ impl Runtime {
                 let staged_at = st.hint_owner[slot].1;
                 match self.uffd.mv(a, self.hint_base + slot * PAGE, PAGE, true) {
                     Op::Done => {
-                        st.hint_free.push(slot as u32);
+                        Self::free_slot(st, slot as u32, false);
                         let f = st.pages[i].flags & !F_INCOMPRESSIBLE;
                         st.set(i, Page { kind: K_RESIDENT, flags: f, ..Page::default() });
                         st.hint_faults += 1;
@@ -774,7 +809,7 @@ impl Runtime {
                     report(&format!("un-stage of {a:#x} failed: {op:?}"));
                     return false;
                 }
-                st.hint_free.push(slot as u32);
+                Self::free_slot(st, slot as u32, false);
                 st.set(i, Page { kind: K_RESIDENT, flags: p.flags, ..Page::default() });
                 true
             }
@@ -922,10 +957,104 @@ impl Runtime {
         }
     }
 
+    /// Evict page `i` to compressed tier `to` without holding the state lock while it is
+    /// compressed, so a fault never waits for a compression:
+    ///
+    /// ```text
+    ///   lock:    move the page out of the address space into eviction slot `slot`
+    ///            (state STAGED: an access now is a hint fault that moves it back home)
+    ///   no lock: read the slot and compress into `out`
+    ///   lock:    still STAGED in that slot? -> store, COMPRESSED; else discard the result
+    /// ```
+    /// Only the manager thread stages pages, so a slot still holding the page at commit
+    /// time was not touched in between (every move back happens under the lock and changes
+    /// the state). A read racing with a move back faults on the empty slot and gets zeros
+    /// (`serve`); that result is discarded. Other moves (promotion, tier to tier) go through
+    /// `move_page`.
+    pub fn evict(&self, i: usize, to: u8, slot: usize, out: &mut Vec<u8>) -> MoveResult {
+        let (hs, codec, max, was_resident) = {
+            let mut st = lock(self);
+            if i >= st.hwm as usize || to == 0 || to as usize > st.tiers.len() {
+                return self.move_page(&mut st, i, to, slot);
+            }
+            let p = st.pages[i];
+            if p.kind != K_RESIDENT && p.kind != K_STAGED || p.flags & F_PINNED != 0 || st.frozen {
+                return self.move_page(&mut st, i, to, slot);
+            }
+            if p.flags & F_INCOMPRESSIBLE != 0 {
+                return MoveResult::NoCapacity;
+            }
+            let hs = if p.kind == K_STAGED {
+                p.handle as usize
+            } else {
+                let es = HINT_SLOTS + slot;
+                let s = self.hint_base + es * PAGE;
+                match self.uffd.mv(s, self.addr(i), PAGE, false) {
+                    Op::Done => {
+                        st.hint_owner[es] = (i as u32, sys::now_ns());
+                        st.set(i, Page { kind: K_STAGED, flags: p.flags, tier: 0, handle: es as u64 });
+                        es
+                    }
+                    Op::NoEnt => {
+                        st.set(i, Page { kind: K_ABSENT, flags: p.flags, ..Page::default() });
+                        return MoveResult::Applied;
+                    }
+                    Op::Busy => {
+                        st.evict_busy += 1;
+                        return MoveResult::Refused;
+                    }
+                    other => {
+                        report(&format!("evict move of {:#x} failed: {other:?}", self.addr(i)));
+                        unsafe { sys::madvise(s, PAGE, libc::MADV_DONTNEED) };
+                        return MoveResult::Refused;
+                    }
+                }
+            };
+            let t = &st.tiers[to as usize - 1];
+            (hs, t.codec, t.max_bytes, p.kind == K_RESIDENT)
+        };
+        let data = unsafe { std::slice::from_raw_parts((self.hint_base + hs * PAGE) as *const u8, PAGE) };
+        let zero = is_zero(data);
+        let packed = !zero && codec.compress(data, out, max).is_some();
+        let mut st = lock(self);
+        let j = st.hint_owner[hs].0 as usize;
+        let p = if j < st.hwm as usize { st.pages[j] } else { Page::default() };
+        if p.kind != K_STAGED || p.handle != hs as u64 {
+            // Moved back home (or unmapped, or brought home for a fork) meanwhile.
+            if hs < HINT_SLOTS {
+                st.hint_dirty.push(hs as u32); // our read may have left a zero page there
+            }
+            return MoveResult::Refused;
+        }
+        let ti = to as usize - 1;
+        if zero {
+            Self::free_slot(&mut st, hs as u32, true);
+            st.set(j, Page { kind: K_ABSENT, flags: p.flags, ..Page::default() });
+            return MoveResult::Applied;
+        }
+        match if packed { st.tiers[ti].pool.store(out) } else { None } {
+            Some(h) => {
+                Self::free_slot(&mut st, hs as u32, true);
+                let t = &mut st.tiers[ti];
+                t.pages += 1;
+                t.migr_in += 1;
+                st.set(j, Page { kind: K_COMPRESSED, tier: to, flags: p.flags, handle: h });
+                MoveResult::Applied
+            }
+            None => {
+                st.tiers[ti].rejected += 1;
+                if was_resident {
+                    self.promote(&mut st, j, None);
+                }
+                st.pages[j].flags |= F_INCOMPRESSIBLE;
+                MoveResult::NoCapacity
+            }
+        }
+    }
+
     fn release_src(&self, st: &mut State, p: &Page, src: usize) {
         if p.kind == K_STAGED {
-            st.hint_dirty.push(p.handle as u32);
-            st.hint_free.push(p.handle as u32);
+            Self::free_slot(st, p.handle as u32, true);
         } else {
             let _ = src; // eviction slots are released in one DONTNEED per batch
         }
@@ -955,6 +1084,7 @@ impl Runtime {
         if st.frozen || st.hwm == 0 {
             return;
         }
+        self.flush_hint_dirty(&mut st); // a slot is reused only once its old page is dropped
         // Put back stale samples.
         for slot in 0..HINT_SLOTS {
             let (pi, t) = st.hint_owner[slot];
