@@ -136,6 +136,15 @@ impl Validate for MemtisConfig {
         check_range(&join(p, "thres_hot"), self.thres_hot as f64, 0.0, (BINS - 1) as f64)?;
         check_range(&join(p, "promotion_watermark"), self.promotion_watermark, 0.0, 0.5)?;
         check_range(&join(p, "demotion_watermark"), self.demotion_watermark, 0.0, 0.5)?;
+        if self.demotion_watermark > self.promotion_watermark {
+            return Err(invalid(
+                &join(p, "demotion_watermark"),
+                format!(
+                    "{} is above promotion_watermark ({}); MEMTIS demotes below the lower mark and refills up to the higher",
+                    self.demotion_watermark, self.promotion_watermark
+                ),
+            ));
+        }
         check_range(&join(p, "migration_limit_mib_per_s"), self.migration_limit_mib_per_s, 0.0, 1e12)
     }
 }
@@ -300,7 +309,7 @@ impl Memtis {
         if fits {
             return Vec::new();
         }
-        let exceeded = (used + waiting + promo_wm - cap) as usize;
+        let exceeded = (used + waiting + promo_wm).saturating_sub(cap) as usize;
         let warm = self.warm_threshold as usize;
         let mut out = self.coldest(snap, FAST, |p| self.bin(p) < warm);
         out.truncate(exceeded);
@@ -463,6 +472,14 @@ mod tests {
         assert_eq!(Policy::quantum_ns(&m), 500_000_000);
         assert_eq!(Policy::migration_limit_bytes(&m), Some(1 << 30), "2048 MiB/s for 0.5 s");
         assert_eq!((m.active_threshold, m.warm_threshold), (1, 1));
+    }
+
+    #[test]
+    fn watermarks_must_be_ordered() {
+        let bad = MemtisConfig { demotion_watermark: 0.05, ..MemtisConfig::default() };
+        let e = bad.validate("policy").unwrap_err().to_string();
+        assert!(e.contains("policy.demotion_watermark") && e.contains("promotion_watermark"), "{e}");
+        assert!(MemtisConfig::default().validate("policy").is_ok());
     }
 
     #[test]
