@@ -47,8 +47,9 @@ const HINT_SLOTS: usize = 4096;
 /// After serving a fault, the fault thread polls (without sleeping) up to this long for the
 /// next: a burst of faults (a scan) is answered without a wakeup.
 const SPIN_NS: u64 = 30_000;
-/// The spin shrinks (halves) each time it catches nothing, down to this, and doubles each
-/// time it catches a fault: sparse faults (memcached's) do not cost 30 us of CPU each.
+/// The spin shrinks (halves) each time it catches nothing, down to this, and is reset when
+/// faults come closer together than SPIN_NS: sparse faults (memcached's) do not cost 30 us
+/// of CPU each.
 const SPIN_MIN_NS: u64 = 2_000;
 /// A staged page not touched for this long is put back (it stays a cold-page candidate).
 const STAGE_MAX_NS: u64 = 5_000_000_000;
@@ -144,9 +145,10 @@ fn lock(rt: &Runtime) -> MutexGuard<'_, State> {
     rt.st.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The fault thread's way to take the state lock: spin (the other holders keep it for one
-/// page move or commit, a few us) rather than sleep on the futex, whose wakeup costs tens of
-/// us here; sleeps only if the lock stays taken for long (a munmap of a large region).
+/// The fault thread's way to take the state lock: poll it, yielding the CPU in between (the
+/// other holders keep it for one page move or commit, a few us, but may be preempted on
+/// this CPU), rather than sleep on the futex, whose wakeup costs tens of us here; sleeps
+/// only if the lock stays taken for long (a munmap of a large region).
 fn lock_spin(rt: &Runtime) -> MutexGuard<'_, State> {
     let t0 = sys::now_ns();
     loop {
@@ -157,7 +159,9 @@ fn lock_spin(rt: &Runtime) -> MutexGuard<'_, State> {
                 if sys::now_ns() - t0 > SPIN_NS {
                     return lock(rt);
                 }
-                std::hint::spin_loop();
+                // The holder may have been preempted on this CPU (2 CPUs, 3+ threads):
+                // let it run rather than spin against it.
+                unsafe { libc::sched_yield() };
             }
         }
     }
@@ -684,29 +688,35 @@ impl Runtime {
         let mut msgs = [Msg::default(); 32];
         let mut pfd = libc::pollfd { fd: self.uffd.fd, events: libc::POLLIN, revents: 0 };
         let mut spin_ns = SPIN_NS;
+        let mut last_served = 0u64;
         while !self.stop.load(Ordering::Relaxed) {
             let r = unsafe { libc::poll(&mut pfd, 1, 200) };
             if r <= 0 {
                 continue;
             }
             // Serve, then keep reading without sleeping for a short while: faults come in
-            // bursts, and a handler that is already awake answers the next one sooner.
-            let mut idle_since = sys::now_ns();
+            // bursts, and a handler that is already awake answers the next one sooner. A
+            // fault within SPIN_NS of the previous one (caught spinning, or just missed)
+            // sets the spin back to SPIN_NS; a spin that catches nothing halves it.
+            if sys::now_ns() - last_served < SPIN_NS {
+                spin_ns = SPIN_NS;
+            }
             let mut spinning = false;
             loop {
                 let n = self.uffd.read_msgs(&mut msgs);
                 if n == 0 {
-                    if sys::now_ns() - idle_since > spin_ns {
-                        if spinning {
-                            spin_ns = (spin_ns / 2).max(SPIN_MIN_NS);
-                        }
+                    if !spinning {
+                        break; // spurious wakeup
+                    }
+                    if sys::now_ns() - last_served > spin_ns {
+                        spin_ns = (spin_ns / 2).max(SPIN_MIN_NS);
                         break;
                     }
                     std::hint::spin_loop();
                     continue;
                 }
                 if spinning {
-                    spin_ns = (spin_ns * 2).min(SPIN_NS);
+                    spin_ns = SPIN_NS;
                 }
                 spinning = true;
                 let t0 = sys::now_ns();
@@ -719,7 +729,7 @@ impl Runtime {
                 }
                 self.flush_hint_dirty(&mut st);
                 drop(st);
-                idle_since = sys::now_ns();
+                last_served = sys::now_ns();
             }
         }
     }
