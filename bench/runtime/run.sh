@@ -12,12 +12,15 @@
 #      budget. Swap, zswap and cgroup settings are restored on exit, also on failure.
 #   4. idle CPU of tiermem's threads.
 #
-# Env: QUICK=1 shortens everything; SKIP_ZSWAP=1 skips the kernel baseline.
+# Env: QUICK=1 shortens everything; SKIP_ZSWAP=1 skips the kernel baseline; REPS=N runs of
+# the lz4/zswap fault-latency rows (default 3); BASE=DIR [BASE_LABEL=TEXT] adds "before"
+# rows from an earlier build's release dir (tiermem, tiermem-touch, libtiermem_preload.so).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=$ROOT/bench/runtime/results.md
-cargo build -q --release -p tiermem-cli -p tiermem-preload -p tiermem-linux --bins || exit 1
+cargo build -q --release -p tiermem-cli -p tiermem-linux --bins || exit 1
+cargo build -q --release -p tiermem-preload || exit 1   # the cdylib (--bins skips it)
 T=$ROOT/target/release/tiermem
 TOUCH=$ROOT/target/release/tiermem-touch
 export TIERMEM_RUN_DIR=/tmp/tiermem-bench
@@ -59,23 +62,6 @@ note ""
 
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
-# ---------------------------------------------------------------- 1. fault latency
-note "## Fault latency: touch every page of 64 MiB pushed out of DRAM (program's view)"
-note ""
-note "| tier | p50 | p99 | mean | service p50 (handler) | service p99 | ratio |"
-note "|---|---|---|---|---|---|---|"
-MB=${QUICK:+32}; MB=${MB:-64}
-for codec in lz4 zstd:1 deflate:1 lzo; do
-    st=$WORK/touch-$codec.json
-    line=$(TIERMEM_STATS_OUT=$st "$T" run --dram-budget 4M --codec "$codec" -- "$TOUCH" --mb $MB --settle-ms 2500)
-    p50=$(sed -E 's/.*p50_ns=([0-9]+).*/\1/' <<<"$line"); p99=$(sed -E 's/.*p99_ns=([0-9]+).*/\1/' <<<"$line")
-    mean=$(sed -E 's/.*mean_ns=([0-9]+).*/\1/' <<<"$line")
-    s50=$(json "$st" "d['tiers'][0]['fault_p50_ns']"); s99=$(json "$st" "d['tiers'][0]['fault_p99_ns']")
-    ratio=$(json "$st" "'%.2fx' % (d['tiers'][0]['stored_bytes'] / max(1, d['tiers'][0]['compressed_bytes']))")
-    note "| tiermem $codec | $((p50/1000)).$(( (p50%1000)/100 )) us | $((p99/1000)).$(( (p99%1000)/100 )) us | $((mean/1000)) us | $((s50/1000)).$(( (s50%1000)/100 )) us | $((s99/1000)) us | $ratio |"
-    [[ $line == *checksum_ok=true* ]] || note "  (tiermem $codec: CHECKSUM FAILED)"
-done
-
 zswap_setup() {
     [[ ${SKIP_ZSWAP:-0} == 1 ]] && return 1
     [[ -w /sys/module/zswap/parameters/enabled && -d /sys/fs/cgroup/memory ]] || { note "(zswap or cgroup v1 not available: kernel baseline skipped)"; return 1; }
@@ -96,19 +82,63 @@ in_cgroup() {
     sh -c "echo \$\$ > $CG/cgroup.procs && exec \"\$@\"" sh "$@"
 }
 
-if zswap_setup; then
-    # vm.page-cluster: 3 (this machine's default) = swap readahead of up to 8 pages per
-    # fault, so most touches of a sequential scan hit the swap cache; 0 = one page per fault,
-    # like tiermem. Both rows are the same kernel path; restored on exit.
-    for pc in $OLD_PAGE_CLUSTER 0; do
-        echo $pc > /proc/sys/vm/page-cluster
-        line=$(in_cgroup $((4 << 20)) "$TOUCH" --mb $MB --settle-ms 2500)
-        p50=$(sed -E 's/.*p50_ns=([0-9]+).*/\1/' <<<"$line"); p99=$(sed -E 's/.*p99_ns=([0-9]+).*/\1/' <<<"$line")
-        mean=$(sed -E 's/.*mean_ns=([0-9]+).*/\1/' <<<"$line")
-        note "| zswap lzo (swap-in, page-cluster=$pc) | $((p50/1000)).$(( (p50%1000)/100 )) us | $((p99/1000)).$(( (p99%1000)/100 )) us | $((mean/1000)) us | - | - | - |"
-    done
-    echo "$OLD_PAGE_CLUSTER" > /proc/sys/vm/page-cluster
-fi
+# ---------------------------------------------------------------- 1. fault latency
+# BASE=DIR (a release dir of an earlier build: tiermem, tiermem-touch, libtiermem_preload.so)
+# adds "before" rows measured in the same run, interleaved with the current build.
+MB=${QUICK:+32}; MB=${MB:-64}
+REPS=${REPS:-3}
+LAT=$WORK/lat.txt; : > "$LAT"
+# $1 = label, $2 = release dir, $3 = codec
+touch_tm() {
+    local st=$WORK/touch.json line
+    rm -f "$st"
+    line=$(TIERMEM_PRELOAD=$2/libtiermem_preload.so TIERMEM_STATS_OUT=$st "$2/tiermem" run --dram-budget 4M --codec "$3" -- "$2/tiermem-touch" --mb $MB --settle-ms 2500)
+    [[ $line == *checksum_ok=true* ]] || note "  ($1: CHECKSUM FAILED)"
+    echo "$1|$line|$(json "$st" "d['tiers'][0]['fault_p50_ns']")|$(json "$st" "d['tiers'][0]['fault_p99_ns']")|$(json "$st" "'%.2fx' % (d['tiers'][0]['stored_bytes'] / max(1, d['tiers'][0]['compressed_bytes']))")" >> "$LAT"
+}
+HAVE_ZSWAP=0; zswap_setup && HAVE_ZSWAP=1
+for rep in $(seq $REPS); do
+    [[ -n ${BASE:-} ]] && touch_tm "tiermem lz4 (before: ${BASE_LABEL:-BASE})" "$BASE" lz4
+    touch_tm "tiermem lz4" "$ROOT/target/release" lz4
+    if [[ $HAVE_ZSWAP == 1 ]]; then
+        # vm.page-cluster: this machine's default (3) = swap readahead of up to 8 pages per
+        # fault; 0 = one page per fault, like tiermem. Restored on exit.
+        for pc in $OLD_PAGE_CLUSTER 0; do
+            echo $pc > /proc/sys/vm/page-cluster
+            echo "zswap lzo (swap-in, page-cluster=$pc)|$(in_cgroup $((4 << 20)) "$TOUCH" --mb $MB --settle-ms 2500)|-|-|-" >> "$LAT"
+        done
+        echo "$OLD_PAGE_CLUSTER" > /proc/sys/vm/page-cluster
+    fi
+    if [[ $rep == 1 ]]; then
+        for codec in zstd:1 deflate:1 lzo; do touch_tm "tiermem $codec" "$ROOT/target/release" $codec; done
+    fi
+done
+note "## Fault latency: touch one word of every page of $MB MiB pushed out of DRAM (program's view)"
+note ""
+note "Random order; tiermem budget 4 MiB (each fault also makes room: the manager evicts"
+note "concurrently), zswap under a 4 MiB cgroup-v1 limit. lz4 and zswap rows: median over $REPS"
+note "interleaved runs (p99 range in brackets); this machine is shared and noisy. Service ="
+note "the handler's time from reading the fault message to the installed page."
+note ""
+note "| tier | p50 | p99 | mean | service p50 (handler) | service p99 | ratio | runs |"
+note "|---|---|---|---|---|---|---|---|"
+python3 - "$LAT" <<'PY' | tee -a "$OUT"
+import re, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    label, touch, s50, s99, ratio = line.rstrip("\n").split("|")
+    m = dict(re.findall(r"(\w+)=(\S+)", touch))
+    rows.setdefault(label, []).append((int(m.get("p50_ns", 0)), int(m.get("p99_ns", 0)), int(m.get("mean_ns", 0)), s50, s99, ratio))
+us = lambda ns: "%.1f us" % (ns / 1000)
+for label, rs in rows.items():
+    med = lambda k: statistics.median(r[k] for r in rs)
+    p99s = sorted(r[1] for r in rs)
+    rng = " [%s-%s]" % (us(p99s[0]), us(p99s[-1])) if len(rs) > 1 else ""
+    svc = [r for r in rs if r[3] != "-"]
+    s50 = us(statistics.median(int(r[3]) for r in svc)) if svc else "-"
+    s99 = us(statistics.median(int(r[4]) for r in svc)) if svc else "-"
+    print("| %s | %s | %s%s | %s | %s | %s | %s | %d |" % (label, us(med(0)), us(med(1)), rng, us(med(2)), s50, s99, rs[-1][5], len(rs)))
+PY
 note ""
 
 # ---------------------------------------------------------------- 2. eviction throughput
@@ -201,7 +231,10 @@ else
     }
     for data in text random; do
         one $data plain
-        for p in 100 50 25; do one $data "tiermem lz4 $p %" "$T" run --dram-budget $p% -- ; done
+        for p in 100 50 25; do
+            one $data "tiermem lz4 $p %" "$T" run --dram-budget $p% --
+            [[ $p == 50 && -n ${BASE:-} ]] && one $data "tiermem lz4 $p % (before: ${BASE_LABEL:-BASE})" env TIERMEM_PRELOAD=$BASE/libtiermem_preload.so "$BASE/tiermem" run --dram-budget $p% --
+        done
         if zswap_setup; then
             for p in 50 25; do
                 rmdir "$CG" 2>/dev/null; mkdir -p "$CG"   # fresh oom_kill counter
