@@ -8,7 +8,11 @@ use clap::{Parser, Subcommand};
 use tiermem_core::Error;
 
 #[derive(Parser)]
-#[command(name = "tiermem", version, about = "Tiered-memory manager: simulate policies, reproduce papers, tier real programs")]
+#[command(
+    name = "tiermem",
+    version,
+    about = "Tiered-memory manager: simulate policies, reproduce papers, tier real programs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

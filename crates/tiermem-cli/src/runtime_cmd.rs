@@ -109,7 +109,11 @@ pub fn render(s: &Stats) -> String {
         s.pid,
         s.uptime_s,
         s.budget,
-        if s.budget_bytes >= i64::MAX as u64 { "unlimited".into() } else { format_bytes(s.budget_bytes) },
+        if s.budget_bytes >= i64::MAX as u64 {
+            "unlimited".into()
+        } else {
+            format_bytes(s.budget_bytes)
+        },
         format_bytes(s.managed_bytes),
         format_bytes(s.footprint_bytes)
     ));
@@ -132,7 +136,11 @@ pub fn render(s: &Stats) -> String {
     let mut pool = 0;
     for t in &s.tiers {
         pool += t.pool_bytes;
-        let ratio = if t.compressed_bytes > 0 { format!("{:.2}x", t.stored_bytes as f64 / t.compressed_bytes as f64) } else { "-".into() };
+        let ratio = if t.compressed_bytes > 0 {
+            format!("{:.2}x", t.stored_bytes as f64 / t.compressed_bytes as f64)
+        } else {
+            "-".into()
+        };
         o.push_str(&format!(
             "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>10}\n",
             format!("{} {}", t.name, t.allocator),
@@ -164,7 +172,11 @@ pub fn stat(a: StatArgs) -> Result<()> {
     loop {
         let s = read(a.pid)?;
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&s).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&s)
+                    .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?
+            );
         } else if a.prometheus {
             print!("{}", s.prometheus());
         } else {
@@ -189,16 +201,26 @@ pub fn budget(a: BudgetArgs) -> Result<()> {
     let b = Budget::parse(&a.size).map_err(Error::usage)?;
     let before = read(a.pid)?;
     let ctl = Control::new(&tiermem_linux::config::default_run_dir(), a.pid);
-    ctl.request_budget(&a.size).map_err(|e| Error::io("writing the budget request", e))?;
+    ctl.request_budget(&a.size)
+        .map_err(|e| Error::io("writing the budget request", e))?;
     let want = b.describe();
     for _ in 0..40 {
         std::thread::sleep(std::time::Duration::from_millis(100));
         if let Some(s) = ctl.read_stats() {
             if s.budget == want && s.uptime_s > before.uptime_s {
-                println!("pid {}: DRAM budget {} -> {}", a.pid, before.budget, s.budget);
+                println!(
+                    "pid {}: DRAM budget {} -> {}",
+                    a.pid, before.budget, s.budget
+                );
                 return Ok(());
             }
         }
     }
-    Err(Error::new(ErrorKind::Io, format!("pid {} did not acknowledge the new budget within 4 s", a.pid)))
+    Err(Error::new(
+        ErrorKind::Io,
+        format!(
+            "pid {} did not acknowledge the new budget within 4 s",
+            a.pid
+        ),
+    ))
 }

@@ -32,13 +32,24 @@ pub struct ReproduceArgs {
 }
 
 pub fn sim(a: SimArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&a.config)
-        .map_err(|e| Error::new(ErrorKind::Config, format!("cannot read config {}: {e}", a.config.display())))?;
+    let text = std::fs::read_to_string(&a.config).map_err(|e| {
+        Error::new(
+            ErrorKind::Config,
+            format!("cannot read config {}: {e}", a.config.display()),
+        )
+    })?;
     let out = tiermem_sim::simulate_toml(&text, &a.config.display().to_string())?;
     out.write_to(&a.out)?;
     let s = &out.summary["steady_state"];
-    println!("policy {}  workload {}", out.summary["policy"], out.summary["workload"]);
-    println!("steady-state throughput {:.4e} ops/s, mean latency {:.1} ns", num(&s["throughput_ops_per_s"]), num(&s["avg_latency_ns"]));
+    println!(
+        "policy {}  workload {}",
+        out.summary["policy"], out.summary["workload"]
+    );
+    println!(
+        "steady-state throughput {:.4e} ops/s, mean latency {:.1} ns",
+        num(&s["throughput_ops_per_s"]),
+        num(&s["avg_latency_ns"])
+    );
     if let Some(tiers) = s["tiers"].as_array() {
         for t in tiers {
             println!(
@@ -58,7 +69,11 @@ pub fn sim(a: SimArgs) -> Result<()> {
 
 pub fn reproduce(a: ReproduceArgs) -> Result<()> {
     if !EXPERIMENTS.contains(&a.experiment.as_str()) {
-        return Err(Error::usage(format!("unknown experiment `{}`; available: {}", a.experiment, EXPERIMENTS.join(", "))));
+        return Err(Error::usage(format!(
+            "unknown experiment `{}`; available: {}",
+            a.experiment,
+            EXPERIMENTS.join(", ")
+        )));
     }
     let start = std::time::Instant::now();
     let summary = tiermem_sim::reproduce::run(&a.experiment, &a.out, a.quick)?;
@@ -66,7 +81,11 @@ pub fn reproduce(a: ReproduceArgs) -> Result<()> {
     if !a.no_plots {
         plot(&a.experiment, &a.out);
     }
-    println!("wrote {} in {:.1} s", a.out.display(), start.elapsed().as_secs_f64());
+    println!(
+        "wrote {} in {:.1} s",
+        a.out.display(),
+        start.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -76,8 +95,12 @@ fn num(v: &Value) -> f64 {
 
 /// Print a summary's rows as an aligned table (numbers with 4 significant digits).
 fn print_rows(summary: &Value) {
-    let Some(rows) = summary["rows"].as_array() else { return };
-    let Some(first) = rows.first().and_then(|r| r.as_object()) else { return };
+    let Some(rows) = summary["rows"].as_array() else {
+        return;
+    };
+    let Some(first) = rows.first().and_then(|r| r.as_object()) else {
+        return;
+    };
     let keys: Vec<&String> = first.keys().collect();
     let cell = |v: &Value| match v {
         Value::Number(n) => {
@@ -93,10 +116,30 @@ fn print_rows(summary: &Value) {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    let table: Vec<Vec<String>> = rows.iter().map(|r| keys.iter().map(|k| cell(&r[k.as_str()])).collect()).collect();
-    let widths: Vec<usize> =
-        keys.iter().enumerate().map(|(i, k)| table.iter().map(|r| r[i].len()).max().unwrap_or(0).max(k.len())).collect();
-    let line = |cells: Vec<String>| cells.iter().enumerate().map(|(i, c)| format!("{c:>w$}", w = widths[i])).collect::<Vec<_>>().join("  ");
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| keys.iter().map(|k| cell(&r[k.as_str()])).collect())
+        .collect();
+    let widths: Vec<usize> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            table
+                .iter()
+                .map(|r| r[i].len())
+                .max()
+                .unwrap_or(0)
+                .max(k.len())
+        })
+        .collect();
+    let line = |cells: Vec<String>| {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:>w$}", w = widths[i]))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
     println!("{}", line(keys.iter().map(|k| k.to_string()).collect()));
     for r in table {
         println!("{}", line(r));
@@ -106,8 +149,12 @@ fn print_rows(summary: &Value) {
 /// Draw PNGs with the Python front (matplotlib). Plots are optional: without Python the
 /// data files are still complete, and we say how to get the plots.
 fn plot(kind: &str, dir: &Path) {
-    let python = std::env::var("TIERMEM_PYTHON").unwrap_or_else(|_| project_python().unwrap_or_else(|| "python3".into()));
-    let status = std::process::Command::new(&python).args(["-m", "tiermem.plots", kind]).arg(dir).status();
+    let python = std::env::var("TIERMEM_PYTHON")
+        .unwrap_or_else(|_| project_python().unwrap_or_else(|| "python3".into()));
+    let status = std::process::Command::new(&python)
+        .args(["-m", "tiermem.plots", kind])
+        .arg(dir)
+        .status();
     match status {
         Ok(s) if s.success() => {}
         _ => eprintln!(

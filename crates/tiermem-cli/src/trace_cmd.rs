@@ -44,7 +44,9 @@ pub enum TraceCommand {
 fn page_bytes(text: &str) -> Result<u64> {
     let b = parse_size(text).map_err(|e| Error::usage(format!("--page-size: {e}")))?;
     if b < 64 || !b.is_power_of_two() {
-        return Err(Error::usage(format!("--page-size: {b} is not a power of two ≥ 64; use e.g. 4K or 2M")));
+        return Err(Error::usage(format!(
+            "--page-size: {b} is not a power of two ≥ 64; use e.g. 4K or 2M"
+        )));
     }
     Ok(b)
 }
@@ -75,16 +77,35 @@ fn print_info(file: &Path, i: &TraceInfo) {
     let c = &i.counts;
     let writes = c.stores + c.modifies;
     println!("{}: {fmt}", file.display());
-    println!("  records         {} ({} loads, {} stores, {} modifies; {:.1}% write)", c.records(), c.loads, c.stores, c.modifies, 100.0 * writes as f64 / c.records().max(1) as f64);
+    println!(
+        "  records         {} ({} loads, {} stores, {} modifies; {:.1}% write)",
+        c.records(),
+        c.loads,
+        c.stores,
+        c.modifies,
+        100.0 * writes as f64 / c.records().max(1) as f64
+    );
     if i.format == TraceFormat::Lackey {
-        println!("  instructions    {} fetches (skipped on replay)", c.instructions);
+        println!(
+            "  instructions    {} fetches (skipped on replay)",
+            c.instructions
+        );
     }
-    println!("  pages           {} distinct of {} = {} footprint", i.distinct_pages, format_bytes(i.page_bytes), format_bytes(i.distinct_pages * i.page_bytes));
+    println!(
+        "  pages           {} distinct of {} = {} footprint",
+        i.distinct_pages,
+        format_bytes(i.page_bytes),
+        format_bytes(i.distinct_pages * i.page_bytes)
+    );
 }
 
 pub fn trace(c: TraceCommand) -> Result<()> {
     match c {
-        TraceCommand::Convert { input, output, page_size } => {
+        TraceCommand::Convert {
+            input,
+            output,
+            page_size,
+        } => {
             let st = trace::convert_lackey(&input, &output, page_bytes(&page_size)?)?;
             print_convert(&input, &output, &st);
             Ok(())
@@ -94,7 +115,12 @@ pub fn trace(c: TraceCommand) -> Result<()> {
             print_info(&file, &i);
             Ok(())
         }
-        TraceCommand::Record { out, page_size, keep_text, command } => {
+        TraceCommand::Record {
+            out,
+            page_size,
+            keep_text,
+            command,
+        } => {
             let pb = page_bytes(&page_size)?;
             let text = keep_text.clone().unwrap_or_else(|| {
                 let mut s = out.clone().into_os_string();
@@ -103,10 +129,16 @@ pub fn trace(c: TraceCommand) -> Result<()> {
             });
             let status = trace::record_lackey(&command, &text)?;
             if !status.success() {
-                eprintln!("tiermem: note: {} exited with {status}; converting the trace it left", command[0]);
+                eprintln!(
+                    "tiermem: note: {} exited with {status}; converting the trace it left",
+                    command[0]
+                );
             }
             if !text.exists() {
-                return Err(Error::trace(format!("valgrind wrote no trace to {}", text.display())));
+                return Err(Error::trace(format!(
+                    "valgrind wrote no trace to {}",
+                    text.display()
+                )));
             }
             let st = trace::convert_lackey(&text, &out, pb);
             if keep_text.is_none() {

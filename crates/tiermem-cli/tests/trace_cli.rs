@@ -12,7 +12,8 @@ struct TmpDir(PathBuf);
 
 impl TmpDir {
     fn new(test: &str) -> TmpDir {
-        let d = std::env::temp_dir().join(format!("tiermem-trace-cli-{}-{test}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("tiermem-trace-cli-{}-{test}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         TmpDir(d)
@@ -30,7 +31,11 @@ impl Drop for TmpDir {
 
 fn run(c: &mut Command) -> (i32, String, String) {
     let o = c.output().unwrap();
-    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -38,15 +43,37 @@ fn record_info_convert() {
     let d = TmpDir::new("record_info_convert");
     let bin = d.path("echo.tmt");
     let text = d.path("echo.lackey");
-    let (code, out, err) = run(tiermem().args(["trace", "record", "--out"]).arg(&bin).arg("--keep-text").arg(&text).args(["--", "/bin/echo", "hi"]));
-    assert_eq!(code, 0, "record failed (valgrind is needed: apt-get install valgrind): {err}");
-    assert!(out.contains("records") && out.contains("distinct pages"), "{out}");
-    let lines = std::fs::read_to_string(&text).unwrap().lines().filter(|l| l.starts_with(" L ") || l.starts_with(" S ") || l.starts_with(" M ")).count();
+    let (code, out, err) = run(tiermem()
+        .args(["trace", "record", "--out"])
+        .arg(&bin)
+        .arg("--keep-text")
+        .arg(&text)
+        .args(["--", "/bin/echo", "hi"]));
+    assert_eq!(
+        code, 0,
+        "record failed (valgrind is needed: apt-get install valgrind): {err}"
+    );
+    assert!(
+        out.contains("records") && out.contains("distinct pages"),
+        "{out}"
+    );
+    let lines = std::fs::read_to_string(&text)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with(" L ") || l.starts_with(" S ") || l.starts_with(" M "))
+        .count();
     let (code, out, _) = run(tiermem().args(["trace", "info"]).arg(&bin));
     assert_eq!(code, 0);
-    assert!(out.contains("tiermem binary") && out.contains(&format!("records         {lines} ")), "{out}");
+    assert!(
+        out.contains("tiermem binary") && out.contains(&format!("records         {lines} ")),
+        "{out}"
+    );
     let again = d.path("again.tmt");
-    let (code, out, err) = run(tiermem().args(["trace", "convert"]).arg(&text).arg(&again).args(["--page-size", "2M"]));
+    let (code, out, err) = run(tiermem()
+        .args(["trace", "convert"])
+        .arg(&text)
+        .arg(&again)
+        .args(["--page-size", "2M"]));
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(&format!("{lines} records")), "{out}");
 }
@@ -68,11 +95,19 @@ fn bad_inputs_exit_2_with_a_reason() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("byte offset"), "{err}");
 
-    let (code, _, err) = run(tiermem().args(["trace", "convert"]).arg(&bad).arg(&out).args(["--page-size", "3K"]));
+    let (code, _, err) = run(tiermem()
+        .args(["trace", "convert"])
+        .arg(&bad)
+        .arg(&out)
+        .args(["--page-size", "3K"]));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--page-size"), "{err}");
 
-    let (code, _, err) = run(tiermem().args(["trace", "record", "--out"]).arg(d.path("x.tmt")).args(["--", "/bin/true"]).env("PATH", "/nonexistent"));
+    let (code, _, err) = run(tiermem()
+        .args(["trace", "record", "--out"])
+        .arg(d.path("x.tmt"))
+        .args(["--", "/bin/true"])
+        .env("PATH", "/nonexistent"));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("apt-get install valgrind"), "{err}");
 }

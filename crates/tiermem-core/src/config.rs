@@ -32,8 +32,12 @@ pub fn from_toml_str<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T>
 
 /// Read and decode a TOML file.
 pub fn from_toml_file<T: DeserializeOwned>(path: &std::path::Path) -> Result<T> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::new(crate::ErrorKind::Config, format!("cannot read config {}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::new(
+            crate::ErrorKind::Config,
+            format!("cannot read config {}: {e}", path.display()),
+        )
+    })?;
     from_toml_str(&text, &path.display().to_string())
 }
 
@@ -52,7 +56,10 @@ pub fn check_range(path: &str, value: f64, lo: f64, hi: f64) -> Result<()> {
     if value.is_finite() && value >= lo && value <= hi {
         Ok(())
     } else {
-        Err(invalid(path, format!("{value} is out of range; expected a value in [{lo}, {hi}]")))
+        Err(invalid(
+            path,
+            format!("{value} is out of range; expected a value in [{lo}, {hi}]"),
+        ))
     }
 }
 

@@ -63,7 +63,11 @@ pub struct Engine<P: Policy> {
 impl<P: Policy> Engine<P> {
     pub fn new<B: Backend + ?Sized>(policy: P, backend: &mut B) -> Result<Self> {
         backend.install_tracker(&policy.tracker())?;
-        Ok(Engine { policy, counters: EngineCounters::default(), global_limit_bytes_per_s: None })
+        Ok(Engine {
+            policy,
+            counters: EngineCounters::default(),
+            global_limit_bytes_per_s: None,
+        })
     }
 
     /// The quota for one quantum: the tighter of the policy's and the global limit.

@@ -39,7 +39,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), context: Vec::new() }
+        Error {
+            kind,
+            message: message.into(),
+            context: Vec::new(),
+        }
     }
     pub fn config(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Config, message)

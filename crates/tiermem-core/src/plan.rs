@@ -18,7 +18,10 @@ pub struct Plan {
 
 impl Plan {
     pub fn push(&mut self, page: crate::units::PageIdx, to: TierId) {
-        self.moves.push(Move { range: PageRange::one(page), to });
+        self.moves.push(Move {
+            range: PageRange::one(page),
+            to,
+        });
     }
     pub fn pages(&self) -> u64 {
         self.moves.iter().map(|m| m.range.len as u64).sum()

@@ -33,7 +33,10 @@ pub enum HeatEvent {
     /// PEBS-like: one sampled access (each stands for `sample_period` real ones).
     Sample { page: PageIdx, write: bool },
     /// TPP-like: a page unmapped by the scanner was touched `time_to_fault_ns` later.
-    HintFault { page: PageIdx, time_to_fault_ns: f64 },
+    HintFault {
+        page: PageIdx,
+        time_to_fault_ns: f64,
+    },
     /// Access-bit scan: the page was accessed during the last scan period.
     Accessed { page: PageIdx },
     /// An access to a page held in a compressed tier faulted it back.

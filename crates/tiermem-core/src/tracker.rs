@@ -15,7 +15,11 @@ pub enum TrackerSpec {
     /// TPP / NUMA-balancing hint faults: every `scan_period_ns` the scanner unmaps up to
     /// `scan_pages` pages (round robin over the pages of `tiers`); the next access to an
     /// unmapped page raises a hint fault carrying the time since it was unmapped.
-    HintFault { scan_period_ns: u64, scan_pages: u64, tiers: Vec<TierId> },
+    HintFault {
+        scan_period_ns: u64,
+        scan_pages: u64,
+        tiers: Vec<TierId>,
+    },
     /// Access-bit scanning (ICS'18): every `scan_period_ns` each page reports whether it was
     /// touched since the previous scan, and the bit is cleared.
     AccessBit { scan_period_ns: u64 },

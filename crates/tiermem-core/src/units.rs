@@ -22,7 +22,10 @@ pub struct PageRange {
 
 impl PageRange {
     pub fn one(page: PageIdx) -> Self {
-        PageRange { start: page, len: 1 }
+        PageRange {
+            start: page,
+            len: 1,
+        }
     }
     pub fn end(&self) -> PageIdx {
         self.start + self.len
@@ -51,7 +54,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "m" | "mb" | "mib" => MIB,
         "g" | "gb" | "gib" => GIB,
         "t" | "tb" | "tib" => GIB * 1024,
-        other => return Err(format!("unknown size suffix `{other}` in `{text}`; use K, M, G or T")),
+        other => {
+            return Err(format!(
+                "unknown size suffix `{other}` in `{text}`; use K, M, G or T"
+            ))
+        }
     };
     Ok((value * mult as f64).round() as u64)
 }
@@ -77,7 +84,10 @@ mod tests {
     fn sizes_parse() {
         assert_eq!(parse_size("4096").unwrap(), 4096);
         assert_eq!(parse_size("2MiB").unwrap(), 2 * MIB);
-        assert_eq!(parse_size("7.2G").unwrap(), (7.2 * GIB as f64).round() as u64);
+        assert_eq!(
+            parse_size("7.2G").unwrap(),
+            (7.2 * GIB as f64).round() as u64
+        );
         assert!(parse_size("12 parsecs").is_err());
         assert!(parse_size("abc").is_err());
     }

@@ -5,7 +5,8 @@ use crate::budget_policy::BudgetPolicy;
 use crate::runtime::{MoveResult, Runtime, EVICT_BATCH};
 use crate::sys::{self, PAGE};
 use tiermem_core::{
-    Applied, Backend, Engine, Error, ErrorKind, HeatEvent, Plan, Result, Snapshot, TierId, TierKind, TierSpec, TierTelemetry, TrackerSpec,
+    Applied, Backend, Engine, Error, ErrorKind, HeatEvent, Plan, Result, Snapshot, TierId,
+    TierKind, TierSpec, TierTelemetry, TrackerSpec,
 };
 
 pub struct RuntimeBackend {
@@ -35,7 +36,10 @@ impl RuntimeBackend {
         for (k, t) in rt.cfg.tiers.iter().enumerate() {
             specs.push(TierSpec {
                 name: format!("{}:{}", k + 1, t.codec),
-                kind: TierKind::Compressed { codec: t.codec.clone(), allocator: t.allocator.clone() },
+                kind: TierKind::Compressed {
+                    codec: t.codec.clone(),
+                    allocator: t.allocator.clone(),
+                },
                 capacity_bytes: u64::MAX,
                 unloaded_latency_ns: 10_000.0,
                 peak_bandwidth_bytes_per_s: 1e9,
@@ -108,7 +112,11 @@ impl Backend for RuntimeBackend {
                 ..Default::default()
             });
             for t in &st.tiers {
-                self.telemetry.push(TierTelemetry { used_bytes: t.pages * PAGE as u64, capacity_bytes: u64::MAX, ..Default::default() });
+                self.telemetry.push(TierTelemetry {
+                    used_bytes: t.pages * PAGE as u64,
+                    capacity_bytes: u64::MAX,
+                    ..Default::default()
+                });
             }
         }
         Snapshot {
@@ -123,7 +131,11 @@ impl Backend for RuntimeBackend {
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
         let mut a = Applied::default();
-        let pages: Vec<(usize, u8)> = plan.moves.iter().flat_map(|m| m.range.pages().map(move |p| (p as usize, m.to.0))).collect();
+        let pages: Vec<(usize, u8)> = plan
+            .moves
+            .iter()
+            .flat_map(|m| m.range.pages().map(move |p| (p as usize, m.to.0)))
+            .collect();
         let mut out = std::mem::take(&mut self.cbuf);
         for chunk in pages.chunks(EVICT_BATCH) {
             // The lock is taken per page and never across a compression (`Runtime::evict`),
@@ -162,7 +174,11 @@ impl Backend for RuntimeBackend {
 
 /// The manager thread: engine steps, stats publication, budget requests.
 pub fn manager_loop(rt: &'static Runtime) {
-    let policy = BudgetPolicy::new(rt.cfg.quantum_ms * 1_000_000, rt.cfg.sampler.scan_period_ms * 1_000_000, rt.cfg.sampler.scan_pages);
+    let policy = BudgetPolicy::new(
+        rt.cfg.quantum_ms * 1_000_000,
+        rt.cfg.sampler.scan_period_ms * 1_000_000,
+        rt.cfg.sampler.scan_pages,
+    );
     let mut backend = RuntimeBackend::new(rt);
     let mut engine = match Engine::new(policy, &mut backend) {
         Ok(e) => e,

@@ -26,7 +26,13 @@ pub struct BudgetPolicy {
 
 impl BudgetPolicy {
     pub fn new(quantum_ns: u64, scan_period_ns: u64, scan_pages: u64) -> Self {
-        BudgetPolicy { quantum_ns, scan_period_ns, scan_pages, last_seen: Vec::new(), picked: Vec::new() }
+        BudgetPolicy {
+            quantum_ns,
+            scan_period_ns,
+            scan_pages,
+            last_seen: Vec::new(),
+            picked: Vec::new(),
+        }
     }
 }
 
@@ -35,7 +41,11 @@ impl Policy for BudgetPolicy {
         "budget".into()
     }
     fn tracker(&self) -> TrackerSpec {
-        TrackerSpec::HintFault { scan_period_ns: self.scan_period_ns, scan_pages: self.scan_pages, tiers: vec![TierId(0)] }
+        TrackerSpec::HintFault {
+            scan_period_ns: self.scan_period_ns,
+            scan_pages: self.scan_pages,
+            tiers: vec![TierId(0)],
+        }
     }
     fn quantum_ns(&self) -> u64 {
         self.quantum_ns
@@ -48,7 +58,9 @@ impl Policy for BudgetPolicy {
         let now = snap.now_ns.max(1);
         for e in snap.events {
             let p = match *e {
-                HeatEvent::HintFault { page, .. } | HeatEvent::TierFault { page } | HeatEvent::Accessed { page } => page,
+                HeatEvent::HintFault { page, .. }
+                | HeatEvent::TierFault { page }
+                | HeatEvent::Accessed { page } => page,
                 HeatEvent::Sample { page, .. } => page,
             } as usize;
             if p < n {
@@ -103,21 +115,51 @@ mod tests {
     use tiermem_core::{TierKind, TierSpec, TierTelemetry};
 
     fn spec(kind: TierKind) -> TierSpec {
-        TierSpec { name: "t".into(), kind, capacity_bytes: 0, unloaded_latency_ns: 0.0, peak_bandwidth_bytes_per_s: 0.0, cost_per_gb: 0.0 }
+        TierSpec {
+            name: "t".into(),
+            kind,
+            capacity_bytes: 0,
+            unloaded_latency_ns: 0.0,
+            peak_bandwidth_bytes_per_s: 0.0,
+            cost_per_gb: 0.0,
+        }
     }
 
     #[test]
     fn demotes_coldest_first_down_to_target() {
-        let specs = vec![spec(TierKind::Dram), spec(TierKind::Compressed { codec: "lz4".into(), allocator: "zsmalloc".into() })];
+        let specs = vec![
+            spec(TierKind::Dram),
+            spec(TierKind::Compressed {
+                codec: "lz4".into(),
+                allocator: "zsmalloc".into(),
+            }),
+        ];
         let placement = vec![TierId(0); 200];
         let tiers = vec![
-            TierTelemetry { used_bytes: 200 * 4096, capacity_bytes: 100 * 4096, ..Default::default() },
+            TierTelemetry {
+                used_bytes: 200 * 4096,
+                capacity_bytes: 100 * 4096,
+                ..Default::default()
+            },
             TierTelemetry::default(),
         ];
         // Pages 0..100 were touched recently; 100..200 never.
-        let events: Vec<HeatEvent> = (0..100).map(|p| HeatEvent::HintFault { page: p, time_to_fault_ns: 1.0 }).collect();
+        let events: Vec<HeatEvent> = (0..100)
+            .map(|p| HeatEvent::HintFault {
+                page: p,
+                time_to_fault_ns: 1.0,
+            })
+            .collect();
         let mut pol = BudgetPolicy::new(1, 1, 1);
-        let snap = Snapshot { now_ns: 10, quantum_ns: 1, page_bytes: 4096, tier_specs: &specs, tiers: &tiers, placement: &placement, events: &events };
+        let snap = Snapshot {
+            now_ns: 10,
+            quantum_ns: 1,
+            page_bytes: 4096,
+            tier_specs: &specs,
+            tiers: &tiers,
+            placement: &placement,
+            events: &events,
+        };
         let plan = pol.decide(&snap);
         // 200 resident, budget 100, headroom 16 -> demote 116: all 100 cold + 16 warm.
         assert_eq!(plan.pages(), 116);
@@ -128,11 +170,32 @@ mod tests {
 
     #[test]
     fn under_budget_does_nothing() {
-        let specs = vec![spec(TierKind::Dram), spec(TierKind::Compressed { codec: "lz4".into(), allocator: "zsmalloc".into() })];
+        let specs = vec![
+            spec(TierKind::Dram),
+            spec(TierKind::Compressed {
+                codec: "lz4".into(),
+                allocator: "zsmalloc".into(),
+            }),
+        ];
         let placement = vec![TierId(0); 10];
-        let tiers = vec![TierTelemetry { used_bytes: 10 * 4096, capacity_bytes: 100 * 4096, ..Default::default() }, TierTelemetry::default()];
+        let tiers = vec![
+            TierTelemetry {
+                used_bytes: 10 * 4096,
+                capacity_bytes: 100 * 4096,
+                ..Default::default()
+            },
+            TierTelemetry::default(),
+        ];
         let mut pol = BudgetPolicy::new(1, 1, 1);
-        let snap = Snapshot { now_ns: 10, quantum_ns: 1, page_bytes: 4096, tier_specs: &specs, tiers: &tiers, placement: &placement, events: &[] };
+        let snap = Snapshot {
+            now_ns: 10,
+            quantum_ns: 1,
+            page_bytes: 4096,
+            tier_specs: &specs,
+            tiers: &tiers,
+            placement: &placement,
+            events: &[],
+        };
         assert_eq!(pol.decide(&snap).pages(), 0);
     }
 }

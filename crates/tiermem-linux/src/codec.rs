@@ -14,18 +14,29 @@ pub enum Codec {
 impl Codec {
     pub fn parse(text: &str) -> Result<Codec, String> {
         let (name, level) = match text.split_once(':') {
-            Some((n, l)) => (n, Some(l.parse::<i32>().map_err(|_| format!("bad level `{l}` in codec `{text}`"))?)),
+            Some((n, l)) => (
+                n,
+                Some(
+                    l.parse::<i32>()
+                        .map_err(|_| format!("bad level `{l}` in codec `{text}`"))?,
+                ),
+            ),
             None => (text, None),
         };
-        let c = match name {
-            "lz4" => Codec::Lz4,
-            "zstd" => Codec::Zstd(level.unwrap_or(1)),
-            "deflate" => Codec::Deflate(level.unwrap_or(1).clamp(0, 9) as u32),
-            "lzo" => Codec::Lzo,
-            _ => return Err(format!("unknown codec `{text}`; expected lz4, zstd[:LEVEL], deflate[:LEVEL] or lzo")),
-        };
+        let c =
+            match name {
+                "lz4" => Codec::Lz4,
+                "zstd" => Codec::Zstd(level.unwrap_or(1)),
+                "deflate" => Codec::Deflate(level.unwrap_or(1).clamp(0, 9) as u32),
+                "lzo" => Codec::Lzo,
+                _ => return Err(format!(
+                    "unknown codec `{text}`; expected lz4, zstd[:LEVEL], deflate[:LEVEL] or lzo"
+                )),
+            };
         if !c.available() {
-            return Err(format!("codec `{text}` is not built into this tiermem (see docs/runtime.md)"));
+            return Err(format!(
+                "codec `{text}` is not built into this tiermem (see docs/runtime.md)"
+            ));
         }
         Ok(c)
     }
@@ -61,7 +72,9 @@ impl Codec {
     /// Decompress into `page` (exactly one page). Returns false on corrupt input.
     pub fn decompress(&self, data: &[u8], page: &mut [u8]) -> bool {
         match self {
-            Codec::Lz4 => matches!(lz4_flex::block::decompress_into(data, page), Ok(n) if n == page.len()),
+            Codec::Lz4 => {
+                matches!(lz4_flex::block::decompress_into(data, page), Ok(n) if n == page.len())
+            }
             other => crate::codec_ext::decompress(other, data, page),
         }
     }

@@ -28,19 +28,30 @@ pub fn compress(c: &Codec, page: &[u8], out: &mut Vec<u8>) -> Option<()> {
                 *z = Some((level, zstd::bulk::Compressor::new(level).ok()?));
             }
             out.resize(zstd::zstd_safe::compress_bound(page.len()), 0);
-            let n = z.as_mut().unwrap().1.compress_to_buffer(page, &mut out[..]).ok()?;
+            let n = z
+                .as_mut()
+                .unwrap()
+                .1
+                .compress_to_buffer(page, &mut out[..])
+                .ok()?;
             out.truncate(n);
             Some(())
         }),
         Codec::Deflate(level) => DC.with(|d| {
             let mut d = d.borrow_mut();
             if d.as_ref().map(|(l, _)| *l) != Some(level) {
-                *d = Some((level, flate2::Compress::new(flate2::Compression::new(level), false)));
+                *d = Some((
+                    level,
+                    flate2::Compress::new(flate2::Compression::new(level), false),
+                ));
             }
             let cx = &mut d.as_mut().unwrap().1;
             cx.reset();
             out.reserve(page.len() + 64);
-            match cx.compress_vec(page, out, flate2::FlushCompress::Finish).ok()? {
+            match cx
+                .compress_vec(page, out, flate2::FlushCompress::Finish)
+                .ok()?
+            {
                 flate2::Status::StreamEnd => Some(()),
                 _ => None,
             }
@@ -70,8 +81,10 @@ pub fn decompress(c: &Codec, data: &[u8], page: &mut [u8]) -> bool {
             let mut d = d.borrow_mut();
             let dx = d.get_or_insert_with(|| flate2::Decompress::new(false));
             dx.reset(false);
-            matches!(dx.decompress(data, page, flate2::FlushDecompress::Finish), Ok(flate2::Status::StreamEnd))
-                && dx.total_out() as usize == page.len()
+            matches!(
+                dx.decompress(data, page, flate2::FlushDecompress::Finish),
+                Ok(flate2::Status::StreamEnd)
+            ) && dx.total_out() as usize == page.len()
         }),
         Codec::Lzo => match minilzo::decompress(data, page.len()) {
             Ok(v) if v.len() == page.len() => {
@@ -93,9 +106,18 @@ mod tests {
         for (i, b) in page.iter_mut().enumerate() {
             *b = ((i * 7) % 13) as u8 ^ (i / 512) as u8;
         }
-        for c in [Codec::Lz4, Codec::Zstd(1), Codec::Zstd(3), Codec::Deflate(1), Codec::Deflate(6), Codec::Lzo] {
+        for c in [
+            Codec::Lz4,
+            Codec::Zstd(1),
+            Codec::Zstd(3),
+            Codec::Deflate(1),
+            Codec::Deflate(6),
+            Codec::Lzo,
+        ] {
             let mut out = Vec::new();
-            let n = c.compress(&page, &mut out, 4096).unwrap_or_else(|| panic!("{c:?} did not compress"));
+            let n = c
+                .compress(&page, &mut out, 4096)
+                .unwrap_or_else(|| panic!("{c:?} did not compress"));
             assert!(n < 1024, "{c:?}: {n}");
             let mut back = vec![0xEEu8; 4096];
             assert!(c.decompress(&out, &mut back), "{c:?}");

@@ -23,7 +23,10 @@ impl Budget {
             return Ok(Budget::Unlimited);
         }
         if let Some(p) = t.strip_suffix('%') {
-            let v: f64 = p.trim().parse().map_err(|_| format!("`{text}` is not a percentage"))?;
+            let v: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("`{text}` is not a percentage"))?;
             if !(0.0..=100.0).contains(&v) || !v.is_finite() {
                 return Err(format!("`{text}`: a percentage must be in [0, 100]"));
             }
@@ -89,7 +92,10 @@ fn default_scan_pages() -> u64 {
 }
 impl Default for SamplerConfig {
     fn default() -> Self {
-        SamplerConfig { scan_period_ms: default_scan_period_ms(), scan_pages: default_scan_pages() }
+        SamplerConfig {
+            scan_period_ms: default_scan_period_ms(),
+            scan_pages: default_scan_pages(),
+        }
     }
 }
 
@@ -127,7 +133,11 @@ fn default_quantum_ms() -> u64 {
     20
 }
 fn default_tiers() -> Vec<TierConfig> {
-    vec![TierConfig { codec: default_codec(), allocator: default_allocator(), max_compressed_bytes: default_max_compressed() }]
+    vec![TierConfig {
+        codec: default_codec(),
+        allocator: default_allocator(),
+        max_compressed_bytes: default_max_compressed(),
+    }]
 }
 fn default_arena() -> String {
     "1T".into()
@@ -174,9 +184,13 @@ impl Validate for RuntimeConfig {
         for (i, t) in self.tiers.iter().enumerate() {
             let tp = format!("{}[{i}]", p("tiers"));
             Codec::parse(&t.codec).map_err(|e| invalid(&format!("{tp}.codec"), e))?;
-            AllocatorKind::parse(&t.allocator).map_err(|e| invalid(&format!("{tp}.allocator"), e))?;
+            AllocatorKind::parse(&t.allocator)
+                .map_err(|e| invalid(&format!("{tp}.allocator"), e))?;
             if t.max_compressed_bytes == 0 || t.max_compressed_bytes > 4096 {
-                return Err(invalid(&format!("{tp}.max_compressed_bytes"), "must be in [1, 4096]"));
+                return Err(invalid(
+                    &format!("{tp}.max_compressed_bytes"),
+                    "must be in [1, 4096]",
+                ));
             }
         }
         if self.sampler.scan_period_ms == 0 {
@@ -215,13 +229,21 @@ mod tests {
     }
     #[test]
     fn unknown_field_is_named() {
-        let e = tiermem_core::config::from_toml_str::<RuntimeFile>("[runtime]\n[[runtime.tiers]]\ncodex = \"lz4\"\n", "c.toml").unwrap_err();
+        let e = tiermem_core::config::from_toml_str::<RuntimeFile>(
+            "[runtime]\n[[runtime.tiers]]\ncodex = \"lz4\"\n",
+            "c.toml",
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("runtime.tiers[0]"), "{e}");
         assert!(e.to_string().contains("codex"), "{e}");
     }
     #[test]
     fn bad_codec_is_named() {
-        let f: RuntimeFile = tiermem_core::config::from_toml_str("[runtime]\n[[runtime.tiers]]\ncodec = \"brotli\"\n", "c.toml").unwrap();
+        let f: RuntimeFile = tiermem_core::config::from_toml_str(
+            "[runtime]\n[[runtime.tiers]]\ncodec = \"brotli\"\n",
+            "c.toml",
+        )
+        .unwrap();
         let e = f.runtime.validate("runtime").unwrap_err();
         assert!(e.to_string().contains("runtime.tiers[0].codec"), "{e}");
     }

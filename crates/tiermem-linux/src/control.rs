@@ -14,7 +14,9 @@ pub struct Control {
 
 impl Control {
     pub fn new(run_dir: &str, pid: u32) -> Control {
-        Control { dir: PathBuf::from(run_dir).join(pid.to_string()) }
+        Control {
+            dir: PathBuf::from(run_dir).join(pid.to_string()),
+        }
     }
 
     fn write_atomic(&self, name: &str, text: &str) {

@@ -11,10 +11,13 @@ use tiermem_core::{Error, ErrorKind, Result};
 pub fn check_userfaultfd() -> Result<()> {
     match crate::uffd::Uffd::open() {
         Ok(_) => Ok(()),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) => {
-            Err(Error::new(ErrorKind::Unsupported, crate::uffd::permission_hint()))
-        }
-        Err(e) => Err(Error::new(ErrorKind::Unsupported, format!("userfaultfd is not available on this kernel: {e}"))),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) => Err(
+            Error::new(ErrorKind::Unsupported, crate::uffd::permission_hint()),
+        ),
+        Err(e) => Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("userfaultfd is not available on this kernel: {e}"),
+        )),
     }
 }
 
@@ -26,7 +29,10 @@ pub fn find_preload() -> Result<PathBuf> {
         if p.is_file() {
             return Ok(p);
         }
-        return Err(Error::new(ErrorKind::Usage, format!("TIERMEM_PRELOAD={} does not exist", p.display())));
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!("TIERMEM_PRELOAD={} does not exist", p.display()),
+        ));
     }
     let exe = std::env::current_exe().map_err(|e| Error::io("current_exe", e))?;
     let mut dir = exe.parent().map(|p| p.to_path_buf());
@@ -50,7 +56,8 @@ pub fn find_preload() -> Result<PathBuf> {
 pub fn exec(cfg: &RuntimeConfig, program: &[String]) -> Result<i32> {
     check_userfaultfd()?;
     let preload = find_preload()?;
-    let json = serde_json::to_string(cfg).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+    let json =
+        serde_json::to_string(cfg).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
     let mut ld = preload.display().to_string();
     if let Ok(old) = std::env::var("LD_PRELOAD") {
         if !old.is_empty() {

@@ -35,7 +35,9 @@ impl AllocatorKind {
             "zsmalloc" => Ok(Self::Zsmalloc),
             "zbud" => Ok(Self::Zbud),
             "z3fold" => Ok(Self::Z3fold),
-            _ => Err(format!("unknown allocator `{s}`; expected zsmalloc, zbud or z3fold")),
+            _ => Err(format!(
+                "unknown allocator `{s}`; expected zsmalloc, zbud or z3fold"
+            )),
         }
     }
     pub fn name(&self) -> &'static str {
@@ -93,9 +95,23 @@ impl Pool {
         let classes = kind
             .classes()
             .into_iter()
-            .map(|slot| Class { slot, per_slab: SLAB_BYTES / slot, slabs: Vec::new(), free: Vec::new(), next_fresh: 0 })
+            .map(|slot| Class {
+                slot,
+                per_slab: SLAB_BYTES / slot,
+                slabs: Vec::new(),
+                free: Vec::new(),
+                next_fresh: 0,
+            })
             .collect();
-        Pool { kind, classes, stored_bytes: 0, pool_bytes: 0, objects: 0, chunks: Vec::new(), chunk_used: 0 }
+        Pool {
+            kind,
+            classes,
+            stored_bytes: 0,
+            pool_bytes: 0,
+            objects: 0,
+            chunks: Vec::new(),
+            chunk_used: 0,
+        }
     }
 
     fn class_for(&self, len: usize) -> Option<usize> {
@@ -132,13 +148,21 @@ impl Pool {
 
     /// The stored bytes of a handle.
     pub fn get(&self, h: Handle) -> &[u8] {
-        let (ci, len, slot) = ((h >> 56) as usize, ((h >> 40) & 0xFFFF) as usize, h & ((1 << 40) - 1));
+        let (ci, len, slot) = (
+            (h >> 56) as usize,
+            ((h >> 40) & 0xFFFF) as usize,
+            h & ((1 << 40) - 1),
+        );
         let a = self.addr(ci, slot);
         unsafe { std::slice::from_raw_parts(a as *const u8, len) }
     }
 
     pub fn free(&mut self, h: Handle) {
-        let (ci, len, slot) = ((h >> 56) as usize, ((h >> 40) & 0xFFFF) as u64, h & ((1 << 40) - 1));
+        let (ci, len, slot) = (
+            (h >> 56) as usize,
+            ((h >> 40) & 0xFFFF) as u64,
+            h & ((1 << 40) - 1),
+        );
         self.stored_bytes -= len;
         self.objects -= 1;
         self.classes[ci].free.push(slot);
@@ -158,9 +182,18 @@ mod tests {
     use super::*;
     #[test]
     fn store_get_free_reuse() {
-        for kind in [AllocatorKind::Zsmalloc, AllocatorKind::Zbud, AllocatorKind::Z3fold] {
+        for kind in [
+            AllocatorKind::Zsmalloc,
+            AllocatorKind::Zbud,
+            AllocatorKind::Z3fold,
+        ] {
             let mut p = Pool::new(kind);
-            let hs: Vec<_> = (0..1000u32).map(|i| p.store(&vec![(i % 251) as u8; 100 + (i as usize % 2000)]).unwrap()).collect();
+            let hs: Vec<_> = (0..1000u32)
+                .map(|i| {
+                    p.store(&vec![(i % 251) as u8; 100 + (i as usize % 2000)])
+                        .unwrap()
+                })
+                .collect();
             for (i, &h) in hs.iter().enumerate() {
                 let d = p.get(h);
                 assert_eq!(d.len(), 100 + i % 2000);

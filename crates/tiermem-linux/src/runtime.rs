@@ -201,7 +201,11 @@ impl State {
     }
 
     fn take_range(&mut self, n: u32) -> Option<u32> {
-        let found = self.free.iter().find(|(_, &len)| len >= n).map(|(&s, &l)| (s, l));
+        let found = self
+            .free
+            .iter()
+            .find(|(_, &len)| len >= n)
+            .map(|(&s, &l)| (s, l));
         if let Some((s, l)) = found {
             self.free.remove(&s);
             if l > n {
@@ -214,7 +218,9 @@ impl State {
 
     /// Remove [s, s+n) from the free map if all of it is free.
     fn claim_exact(&mut self, s: u32, n: u32) -> bool {
-        let Some((&fs, &fl)) = self.free.range(..=s).next_back() else { return false };
+        let Some((&fs, &fl)) = self.free.range(..=s).next_back() else {
+            return false;
+        };
         if fs + fl < s + n {
             return false;
         }
@@ -261,7 +267,14 @@ impl Runtime {
         let uffd = Uffd::open()?;
         let arena_bytes = (cfg.arena_bytes() as usize).min(16 << 40) & !(PAGE - 1);
         let arena = unsafe {
-            sys::mmap(0, arena_bytes, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0)
+            sys::mmap(
+                0,
+                arena_bytes,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
         };
         if arena < 0 {
             return Err(std::io::Error::last_os_error());
@@ -276,7 +289,9 @@ impl Runtime {
             .iter()
             .map(|t| CTier {
                 codec: Codec::parse(&t.codec).unwrap_or(Codec::Lz4),
-                pool: Pool::new(AllocatorKind::parse(&t.allocator).unwrap_or(AllocatorKind::Zsmalloc)),
+                pool: Pool::new(
+                    AllocatorKind::parse(&t.allocator).unwrap_or(AllocatorKind::Zsmalloc),
+                ),
                 max_bytes: t.max_compressed_bytes as usize,
                 pages: 0,
                 faults: 0,
@@ -333,7 +348,13 @@ impl Runtime {
         if RUNTIME.set(rt).is_err() {
             return Ok(RUNTIME.get().unwrap());
         }
-        unsafe { libc::pthread_atfork(Some(atfork_prepare), Some(atfork_parent), Some(atfork_child)) };
+        unsafe {
+            libc::pthread_atfork(
+                Some(atfork_prepare),
+                Some(atfork_parent),
+                Some(atfork_child),
+            )
+        };
         spawn_internal(rt, c"tiermem-fault", 256 << 10, |rt| {
             rt.fault_tid.store(sys::gettid(), Ordering::Relaxed);
             rt.fault_loop();
@@ -397,7 +418,14 @@ impl Runtime {
         let a = self.addr(start as usize);
         let len = n as usize * PAGE;
         let r = unsafe {
-            sys::mmap(a, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE, -1, 0)
+            sys::mmap(
+                a,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
         };
         if r < 0 {
             return Err(std::io::Error::last_os_error());
@@ -408,7 +436,13 @@ impl Runtime {
             return Err(e);
         }
         for i in start as usize..(start + n) as usize {
-            st.set(i, Page { kind: K_ABSENT, ..Page::default() });
+            st.set(
+                i,
+                Page {
+                    kind: K_ABSENT,
+                    ..Page::default()
+                },
+            );
         }
         Ok(())
     }
@@ -416,7 +450,14 @@ impl Runtime {
     /// Put a PROT_NONE reservation back over [a, a+len) (drops pages and registration).
     fn reserve(&self, a: usize, len: usize) {
         unsafe {
-            sys::mmap(a, len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE, -1, 0)
+            sys::mmap(
+                a,
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
         };
     }
 
@@ -497,7 +538,8 @@ impl Runtime {
     pub fn unpin(&self, a: usize, len: usize) {
         let mut st = lock(self);
         let s = self.idx(sys::page_down(a.max(self.arena)));
-        let e = self.idx(sys::page_up(a.saturating_add(len)).min(self.arena + st.hwm as usize * PAGE));
+        let e =
+            self.idx(sys::page_up(a.saturating_add(len)).min(self.arena + st.hwm as usize * PAGE));
         for i in s..e {
             st.pages[i].flags &= !F_PINNED;
         }
@@ -512,13 +554,23 @@ impl Runtime {
     /// madvise(MADV_DONTNEED) on a managed range: pages read as zero afterwards.
     pub fn dontneed(&self, a: usize, len: usize, advice: i32) -> i32 {
         let mut st = lock(self);
-        let (s, e) = (self.idx(sys::page_down(a)), self.idx(sys::page_up(a + len)).min(st.hwm as usize));
+        let (s, e) = (
+            self.idx(sys::page_down(a)),
+            self.idx(sys::page_up(a + len)).min(st.hwm as usize),
+        );
         for i in s..e {
             let k = st.pages[i].kind;
             if k != K_HOLE && k != K_ABSENT {
                 self.drop_data(&mut st, i);
                 let flags = st.pages[i].flags;
-                st.set(i, Page { kind: K_ABSENT, flags, ..Page::default() });
+                st.set(
+                    i,
+                    Page {
+                        kind: K_ABSENT,
+                        flags,
+                        ..Page::default()
+                    },
+                );
             }
         }
         self.flush_hint_dirty(&mut st);
@@ -530,7 +582,8 @@ impl Runtime {
     pub fn untier(&self, a: usize, len: usize, pin: Option<bool>) {
         let mut st = lock(self);
         let s = self.idx(sys::page_down(a.max(self.arena)));
-        let e = self.idx(sys::page_up(a.saturating_add(len)).min(self.arena + st.hwm as usize * PAGE));
+        let e =
+            self.idx(sys::page_up(a.saturating_add(len)).min(self.arena + st.hwm as usize * PAGE));
         for i in s..e {
             let k = st.pages[i].kind;
             if k == K_STAGED || k == K_COMPRESSED {
@@ -546,7 +599,14 @@ impl Runtime {
     }
 
     /// mremap(2) of a managed range. Returns the new address or -errno.
-    pub fn remap(&self, old: usize, old_len: usize, new_len: usize, flags: i32, new_addr: usize) -> isize {
+    pub fn remap(
+        &self,
+        old: usize,
+        old_len: usize,
+        new_len: usize,
+        flags: i32,
+        new_addr: usize,
+    ) -> isize {
         if old % PAGE != 0 || new_len == 0 {
             return -(libc::EINVAL as isize);
         }
@@ -562,7 +622,10 @@ impl Runtime {
         {
             let st = lock(self);
             let s = self.idx(old);
-            if old_n == 0 || s + old_n > st.hwm as usize || st.pages[s..s + old_n].iter().any(|p| p.kind == K_HOLE) {
+            if old_n == 0
+                || s + old_n > st.hwm as usize
+                || st.pages[s..s + old_n].iter().any(|p| p.kind == K_HOLE)
+            {
                 return -(libc::EFAULT as isize);
             }
         }
@@ -596,7 +659,10 @@ impl Runtime {
         }
         // Grow in place if the pages after the region are free.
         if !fixed && st.claim_exact((s + old_n) as u32, (new_n - old_n) as u32) {
-            if self.map_pages(&mut st, (s + old_n) as u32, (new_n - old_n) as u32).is_ok() {
+            if self
+                .map_pages(&mut st, (s + old_n) as u32, (new_n - old_n) as u32)
+                .is_ok()
+            {
                 return old as isize;
             }
             st.give_back((s + old_n) as u32, (new_n - old_n) as u32);
@@ -645,7 +711,15 @@ impl Runtime {
             }
         };
         let dst_a = self.addr(dst);
-        let r = unsafe { sys::mremap(old, old_len, new_len, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, dst_a) };
+        let r = unsafe {
+            sys::mremap(
+                old,
+                old_len,
+                new_len,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                dst_a,
+            )
+        };
         if r < 0 {
             let e = sys::errno();
             self.reserve(dst_a, new_len);
@@ -655,7 +729,14 @@ impl Runtime {
         unsafe { sys::madvise(dst_a, new_len, libc::MADV_NOHUGEPAGE) };
         let _ = self.uffd.register(dst_a, new_len);
         for k in 0..new_n {
-            let p = if k < old_n { st.pages[s + k] } else { Page { kind: K_ABSENT, ..Page::default() } };
+            let p = if k < old_n {
+                st.pages[s + k]
+            } else {
+                Page {
+                    kind: K_ABSENT,
+                    ..Page::default()
+                }
+            };
             // Move the state without changing counters twice: clear the source first.
             if k < old_n {
                 let src = st.pages[s + k];
@@ -686,7 +767,11 @@ impl Runtime {
 
     fn fault_loop(&self) {
         let mut msgs = [Msg::default(); 32];
-        let mut pfd = libc::pollfd { fd: self.uffd.fd, events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: self.uffd.fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
         let mut spin_ns = SPIN_NS;
         let mut last_served = 0u64;
         while !self.stop.load(Ordering::Relaxed) {
@@ -724,7 +809,12 @@ impl Runtime {
                 let mut st = lock_spin(self);
                 for m in &msgs[..n] {
                     if m.event == UFFD_EVENT_PAGEFAULT {
-                        self.serve(&mut st, sys::page_down(m.address as usize), m.flags & UFFD_PAGEFAULT_FLAG_WRITE != 0, t0);
+                        self.serve(
+                            &mut st,
+                            sys::page_down(m.address as usize),
+                            m.flags & UFFD_PAGEFAULT_FLAG_WRITE != 0,
+                            t0,
+                        );
                     }
                 }
                 self.flush_hint_dirty(&mut st);
@@ -758,12 +848,20 @@ impl Runtime {
                     hi += 1;
                 }
                 let len = (hi - lo) * PAGE;
-                let op = if write { self.uffd.copy(self.addr(lo), zeros(len), len) } else { self.uffd.zeropage(self.addr(lo), len) };
+                let op = if write {
+                    self.uffd.copy(self.addr(lo), zeros(len), len)
+                } else {
+                    self.uffd.zeropage(self.addr(lo), len)
+                };
                 let (lo, hi) = if op == Op::Done {
                     (lo, hi)
                 } else {
                     // Fall back to the faulting page alone.
-                    let op = if write { self.uffd.copy(a, zeros(PAGE), PAGE) } else { self.uffd.zeropage(a, PAGE) };
+                    let op = if write {
+                        self.uffd.copy(a, zeros(PAGE), PAGE)
+                    } else {
+                        self.uffd.zeropage(a, PAGE)
+                    };
                     if op != Op::Done {
                         self.uffd.wake(a, PAGE);
                     }
@@ -774,7 +872,14 @@ impl Runtime {
                 };
                 for j in lo..hi {
                     let f = st.pages[j].flags;
-                    st.set(j, Page { kind: K_RESIDENT, flags: f, ..Page::default() });
+                    st.set(
+                        j,
+                        Page {
+                            kind: K_RESIDENT,
+                            flags: f,
+                            ..Page::default()
+                        },
+                    );
                 }
                 st.first_touch += 1;
                 st.events.push(HeatEvent::Accessed { page: i as u32 });
@@ -793,9 +898,19 @@ impl Runtime {
                     Op::Done => {
                         Self::free_slot(st, slot as u32, false);
                         let f = st.pages[i].flags & !F_INCOMPRESSIBLE;
-                        st.set(i, Page { kind: K_RESIDENT, flags: f, ..Page::default() });
+                        st.set(
+                            i,
+                            Page {
+                                kind: K_RESIDENT,
+                                flags: f,
+                                ..Page::default()
+                            },
+                        );
                         st.hint_faults += 1;
-                        st.events.push(HeatEvent::HintFault { page: i as u32, time_to_fault_ns: t0.saturating_sub(staged_at) as f64 });
+                        st.events.push(HeatEvent::HintFault {
+                            page: i as u32,
+                            time_to_fault_ns: t0.saturating_sub(staged_at) as f64,
+                        });
                     }
                     other => {
                         report(&format!("hint un-stage of {a:#x} failed: {other:?}"));
@@ -833,7 +948,14 @@ impl Runtime {
                     return false;
                 }
                 Self::free_slot(st, slot as u32, false);
-                st.set(i, Page { kind: K_RESIDENT, flags: p.flags, ..Page::default() });
+                st.set(
+                    i,
+                    Page {
+                        kind: K_RESIDENT,
+                        flags: p.flags,
+                        ..Page::default()
+                    },
+                );
                 true
             }
             K_COMPRESSED => {
@@ -844,7 +966,9 @@ impl Runtime {
                     t.codec.decompress(t.pool.get(p.handle), &mut buf)
                 };
                 if !ok {
-                    report(&format!("corrupt compressed page at {a:#x}: kept in its tier"));
+                    report(&format!(
+                        "corrupt compressed page at {a:#x}: kept in its tier"
+                    ));
                     st.pbuf = buf;
                     return false;
                 }
@@ -856,11 +980,20 @@ impl Runtime {
                         t.pool.free(p.handle);
                         t.pages -= 1;
                         t.migr_out += 1;
-                        st.set(i, Page { kind: K_RESIDENT, flags: p.flags & !F_INCOMPRESSIBLE, ..Page::default() });
+                        st.set(
+                            i,
+                            Page {
+                                kind: K_RESIDENT,
+                                flags: p.flags & !F_INCOMPRESSIBLE,
+                                ..Page::default()
+                            },
+                        );
                         true
                     }
                     other => {
-                        report(&format!("install of {a:#x} failed: {other:?}; page kept compressed"));
+                        report(&format!(
+                            "install of {a:#x} failed: {other:?}; page kept compressed"
+                        ));
                         false
                     }
                 }
@@ -871,7 +1004,13 @@ impl Runtime {
 
     fn flush_hint_dirty(&self, st: &mut State) {
         for slot in st.hint_dirty.drain(..) {
-            unsafe { sys::madvise(self.hint_base + slot as usize * PAGE, PAGE, libc::MADV_DONTNEED) };
+            unsafe {
+                sys::madvise(
+                    self.hint_base + slot as usize * PAGE,
+                    PAGE,
+                    libc::MADV_DONTNEED,
+                )
+            };
         }
     }
 
@@ -902,8 +1041,14 @@ impl Runtime {
                 // address space is not involved.
                 let (from, h) = (p.tier as usize - 1, p.handle);
                 let mut buf = std::mem::take(&mut st.pbuf);
-                let ok = st.tiers[from].codec.decompress(st.tiers[from].pool.get(h), &mut buf);
-                let r = if ok { self.store(st, &buf, t as usize - 1) } else { None };
+                let ok = st.tiers[from]
+                    .codec
+                    .decompress(st.tiers[from].pool.get(h), &mut buf);
+                let r = if ok {
+                    self.store(st, &buf, t as usize - 1)
+                } else {
+                    None
+                };
                 st.pbuf = buf;
                 match r {
                     Some(nh) => {
@@ -912,7 +1057,15 @@ impl Runtime {
                         f.pages -= 1;
                         f.migr_out += 1;
                         st.tiers[t as usize - 1].pages += 1;
-                        st.set(i, Page { kind: K_COMPRESSED, tier: t, flags: p.flags, handle: nh });
+                        st.set(
+                            i,
+                            Page {
+                                kind: K_COMPRESSED,
+                                tier: t,
+                                flags: p.flags,
+                                handle: nh,
+                            },
+                        );
                         MoveResult::Applied
                     }
                     None => MoveResult::NoCapacity,
@@ -931,7 +1084,14 @@ impl Runtime {
                         Op::Done => s,
                         Op::NoEnt => {
                             // No PTE: the kernel dropped it (zero semantics).
-                            st.set(i, Page { kind: K_ABSENT, flags: p.flags, ..Page::default() });
+                            st.set(
+                                i,
+                                Page {
+                                    kind: K_ABSENT,
+                                    flags: p.flags,
+                                    ..Page::default()
+                                },
+                            );
                             return MoveResult::Applied;
                         }
                         Op::Busy => {
@@ -949,7 +1109,14 @@ impl Runtime {
                 let data = unsafe { std::slice::from_raw_parts(src as *const u8, PAGE) };
                 if is_zero(data) {
                     self.release_src(st, &p, src);
-                    st.set(i, Page { kind: K_ABSENT, flags: p.flags, ..Page::default() });
+                    st.set(
+                        i,
+                        Page {
+                            kind: K_ABSENT,
+                            flags: p.flags,
+                            ..Page::default()
+                        },
+                    );
                     return MoveResult::Applied;
                 }
                 let ti = t as usize - 1;
@@ -959,7 +1126,15 @@ impl Runtime {
                         let tt = &mut st.tiers[ti];
                         tt.pages += 1;
                         tt.migr_in += 1;
-                        st.set(i, Page { kind: K_COMPRESSED, tier: t, flags: p.flags, handle: h });
+                        st.set(
+                            i,
+                            Page {
+                                kind: K_COMPRESSED,
+                                tier: t,
+                                flags: p.flags,
+                                handle: h,
+                            },
+                        );
                         MoveResult::Applied
                     }
                     None => {
@@ -1015,11 +1190,26 @@ impl Runtime {
                 match self.uffd.mv(s, self.addr(i), PAGE, false) {
                     Op::Done => {
                         st.hint_owner[es] = (i as u32, sys::now_ns());
-                        st.set(i, Page { kind: K_STAGED, flags: p.flags, tier: 0, handle: es as u64 });
+                        st.set(
+                            i,
+                            Page {
+                                kind: K_STAGED,
+                                flags: p.flags,
+                                tier: 0,
+                                handle: es as u64,
+                            },
+                        );
                         es
                     }
                     Op::NoEnt => {
-                        st.set(i, Page { kind: K_ABSENT, flags: p.flags, ..Page::default() });
+                        st.set(
+                            i,
+                            Page {
+                                kind: K_ABSENT,
+                                flags: p.flags,
+                                ..Page::default()
+                            },
+                        );
                         return MoveResult::Applied;
                     }
                     Op::Busy => {
@@ -1027,7 +1217,10 @@ impl Runtime {
                         return MoveResult::Refused;
                     }
                     other => {
-                        report(&format!("evict move of {:#x} failed: {other:?}", self.addr(i)));
+                        report(&format!(
+                            "evict move of {:#x} failed: {other:?}",
+                            self.addr(i)
+                        ));
                         unsafe { sys::madvise(s, PAGE, libc::MADV_DONTNEED) };
                         return MoveResult::Refused;
                     }
@@ -1036,12 +1229,17 @@ impl Runtime {
             let t = &st.tiers[to as usize - 1];
             (hs, t.codec, t.max_bytes, p.kind == K_RESIDENT)
         };
-        let data = unsafe { std::slice::from_raw_parts((self.hint_base + hs * PAGE) as *const u8, PAGE) };
+        let data =
+            unsafe { std::slice::from_raw_parts((self.hint_base + hs * PAGE) as *const u8, PAGE) };
         let zero = is_zero(data);
         let packed = !zero && codec.compress(data, out, max).is_some();
         let mut st = lock(self);
         let j = st.hint_owner[hs].0 as usize;
-        let p = if j < st.hwm as usize { st.pages[j] } else { Page::default() };
+        let p = if j < st.hwm as usize {
+            st.pages[j]
+        } else {
+            Page::default()
+        };
         if p.kind != K_STAGED || p.handle != hs as u64 {
             // Moved back home (or unmapped, or brought home for a fork) meanwhile.
             if hs < HINT_SLOTS {
@@ -1052,16 +1250,35 @@ impl Runtime {
         let ti = to as usize - 1;
         if zero {
             Self::free_slot(&mut st, hs as u32, true);
-            st.set(j, Page { kind: K_ABSENT, flags: p.flags, ..Page::default() });
+            st.set(
+                j,
+                Page {
+                    kind: K_ABSENT,
+                    flags: p.flags,
+                    ..Page::default()
+                },
+            );
             return MoveResult::Applied;
         }
-        match if packed { st.tiers[ti].pool.store(out) } else { None } {
+        match if packed {
+            st.tiers[ti].pool.store(out)
+        } else {
+            None
+        } {
             Some(h) => {
                 Self::free_slot(&mut st, hs as u32, true);
                 let t = &mut st.tiers[ti];
                 t.pages += 1;
                 t.migr_in += 1;
-                st.set(j, Page { kind: K_COMPRESSED, tier: to, flags: p.flags, handle: h });
+                st.set(
+                    j,
+                    Page {
+                        kind: K_COMPRESSED,
+                        tier: to,
+                        flags: p.flags,
+                        handle: h,
+                    },
+                );
                 MoveResult::Applied
             }
             None => {
@@ -1086,7 +1303,10 @@ impl Runtime {
     fn store(&self, st: &mut State, data: &[u8], ti: usize) -> Option<u64> {
         let mut out = std::mem::take(&mut st.cbuf);
         let t = &mut st.tiers[ti];
-        let r = t.codec.compress(data, &mut out, t.max_bytes).and_then(|_| t.pool.store(&out));
+        let r = t
+            .codec
+            .compress(data, &mut out, t.max_bytes)
+            .and_then(|_| t.pool.store(&out));
         st.cbuf = out;
         r
     }
@@ -1108,12 +1328,15 @@ impl Runtime {
             return;
         }
         self.flush_hint_dirty(&mut st); // a slot is reused only once its old page is dropped
-        // Put back stale samples.
+                                        // Put back stale samples.
         for slot in 0..HINT_SLOTS {
             let (pi, t) = st.hint_owner[slot];
             if t != 0 && now - t > STAGE_MAX_NS {
                 let pi = pi as usize;
-                if pi < st.hwm as usize && st.pages[pi].kind == K_STAGED && st.pages[pi].handle as usize == slot {
+                if pi < st.hwm as usize
+                    && st.pages[pi].kind == K_STAGED
+                    && st.pages[pi].handle as usize == slot
+                {
                     self.promote(&mut st, pi, None);
                 }
                 st.hint_owner[slot].1 = 0;
@@ -1132,15 +1355,33 @@ impl Runtime {
             let p = st.pages[i];
             if p.kind == K_RESIDENT && p.flags & F_PINNED == 0 {
                 let slot = *st.hint_free.last().unwrap() as usize;
-                match self.uffd.mv(self.hint_base + slot * PAGE, self.addr(i), PAGE, false) {
+                match self
+                    .uffd
+                    .mv(self.hint_base + slot * PAGE, self.addr(i), PAGE, false)
+                {
                     Op::Done => {
                         st.hint_free.pop();
                         st.hint_owner[slot] = (i as u32, now);
-                        st.set(i, Page { kind: K_STAGED, flags: p.flags, tier: 0, handle: slot as u64 });
+                        st.set(
+                            i,
+                            Page {
+                                kind: K_STAGED,
+                                flags: p.flags,
+                                tier: 0,
+                                handle: slot as u64,
+                            },
+                        );
                         st.hint_sampled += 1;
                         done += 1;
                     }
-                    Op::NoEnt => st.set(i, Page { kind: K_ABSENT, flags: p.flags, ..Page::default() }),
+                    Op::NoEnt => st.set(
+                        i,
+                        Page {
+                            kind: K_ABSENT,
+                            flags: p.flags,
+                            ..Page::default()
+                        },
+                    ),
                     _ => {}
                 }
             }
@@ -1156,7 +1397,10 @@ impl Runtime {
         let st = lock(self);
         let ft = self.fault_tid.load(Ordering::Relaxed);
         let mt = self.manager_tid.load(Ordering::Relaxed);
-        let (cf, cm) = (sys::thread_cpu_ns(ft) as f64 / 1e9, sys::thread_cpu_ns(mt) as f64 / 1e9);
+        let (cf, cm) = (
+            sys::thread_cpu_ns(ft) as f64 / 1e9,
+            sys::thread_cpu_ns(mt) as f64 / 1e9,
+        );
         Stats {
             pid: std::process::id(),
             uptime_s: (sys::now_ns() - self.start_ns) as f64 / 1e9,
@@ -1232,7 +1476,12 @@ pub fn report(msg: &str) {
 /// Start one of tiermem's threads with pthread_create directly, so the thread is marked
 /// internal before any Rust code runs in it (std's thread start frees memory allocated by
 /// the spawning thread; it must go back to the allocator it came from).
-fn spawn_internal(rt: &'static Runtime, name: &'static std::ffi::CStr, stack: usize, f: fn(&'static Runtime)) -> std::io::Result<()> {
+fn spawn_internal(
+    rt: &'static Runtime,
+    name: &'static std::ffi::CStr,
+    stack: usize,
+    f: fn(&'static Runtime),
+) -> std::io::Result<()> {
     struct Start {
         rt: &'static Runtime,
         f: fn(&'static Runtime),

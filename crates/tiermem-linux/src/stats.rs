@@ -13,7 +13,10 @@ const SUB: u32 = 16;
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { counts: vec![0; 64 * SUB as usize], total: 0 }
+        Histogram {
+            counts: vec![0; 64 * SUB as usize],
+            total: 0,
+        }
     }
 }
 
@@ -122,12 +125,42 @@ impl Stats {
         let g = |s: &mut String, name: &str, help: &str, v: f64| {
             s.push_str(&format!("# HELP tiermem_{name} {help}\n# TYPE tiermem_{name} gauge\ntiermem_{name}{{pid=\"{pid}\"}} {v}\n"));
         };
-        g(&mut s, "budget_bytes", "DRAM budget in bytes", self.budget_bytes as f64);
-        g(&mut s, "managed_bytes", "Bytes of managed regions", self.managed_bytes as f64);
-        g(&mut s, "resident_bytes", "Managed bytes resident in DRAM", self.resident_bytes as f64);
-        g(&mut s, "footprint_bytes", "Resident plus compressed managed bytes", self.footprint_bytes as f64);
-        g(&mut s, "cpu_seconds", "CPU seconds used by tiermem threads", self.cpu_s);
-        g(&mut s, "hint_faults", "Hint faults observed", self.hint_faults as f64);
+        g(
+            &mut s,
+            "budget_bytes",
+            "DRAM budget in bytes",
+            self.budget_bytes as f64,
+        );
+        g(
+            &mut s,
+            "managed_bytes",
+            "Bytes of managed regions",
+            self.managed_bytes as f64,
+        );
+        g(
+            &mut s,
+            "resident_bytes",
+            "Managed bytes resident in DRAM",
+            self.resident_bytes as f64,
+        );
+        g(
+            &mut s,
+            "footprint_bytes",
+            "Resident plus compressed managed bytes",
+            self.footprint_bytes as f64,
+        );
+        g(
+            &mut s,
+            "cpu_seconds",
+            "CPU seconds used by tiermem threads",
+            self.cpu_s,
+        );
+        g(
+            &mut s,
+            "hint_faults",
+            "Hint faults observed",
+            self.hint_faults as f64,
+        );
         for t in &self.tiers {
             for (name, v) in [
                 ("tier_pages", t.pages as f64),
@@ -139,7 +172,10 @@ impl Stats {
                 ("tier_fault_p99_ns", t.fault_p99_ns as f64),
                 ("tier_migrations_in_total", t.migrations_in as f64),
             ] {
-                s.push_str(&format!("tiermem_{name}{{pid=\"{pid}\",tier=\"{}\"}} {v}\n", t.name));
+                s.push_str(&format!(
+                    "tiermem_{name}{{pid=\"{pid}\",tier=\"{}\"}} {v}\n",
+                    t.name
+                ));
             }
         }
         s

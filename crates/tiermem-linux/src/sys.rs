@@ -13,13 +13,30 @@ pub fn errno() -> i32 {
 /// # Safety
 /// Same contract as mmap(2).
 pub unsafe fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> isize {
-    unsafe { libc::syscall(libc::SYS_mmap, addr, len, prot as i64, flags as i64, fd as i64, off) as isize }
+    unsafe {
+        libc::syscall(
+            libc::SYS_mmap,
+            addr,
+            len,
+            prot as i64,
+            flags as i64,
+            fd as i64,
+            off,
+        ) as isize
+    }
 }
 
 /// Anonymous private read/write memory straight from the kernel.
 pub fn map_anon(len: usize) -> io::Result<usize> {
     let r = unsafe {
-        mmap(0, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0)
+        mmap(
+            0,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
     };
     if r < 0 {
         Err(io::Error::last_os_error())
@@ -42,8 +59,23 @@ pub unsafe fn madvise(addr: usize, len: usize, advice: i32) -> i32 {
 
 /// # Safety
 /// Same contract as mremap(2).
-pub unsafe fn mremap(old: usize, old_len: usize, new_len: usize, flags: i32, new_addr: usize) -> isize {
-    unsafe { libc::syscall(libc::SYS_mremap, old, old_len, new_len, flags as i64, new_addr) as isize }
+pub unsafe fn mremap(
+    old: usize,
+    old_len: usize,
+    new_len: usize,
+    flags: i32,
+    new_addr: usize,
+) -> isize {
+    unsafe {
+        libc::syscall(
+            libc::SYS_mremap,
+            old,
+            old_len,
+            new_len,
+            flags as i64,
+            new_addr,
+        ) as isize
+    }
 }
 
 /// # Safety
@@ -53,7 +85,10 @@ pub unsafe fn mprotect(addr: usize, len: usize, prot: i32) -> i32 {
 }
 
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

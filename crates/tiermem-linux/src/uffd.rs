@@ -128,11 +128,16 @@ fn op_result(r: i64) -> Op {
 impl Uffd {
     /// Create a userfaultfd (kernel faults included: read(2) into an evicted page must work).
     pub fn open() -> io::Result<Uffd> {
-        let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK) } as i32;
+        let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK) }
+            as i32;
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut api = Api { api: UFFD_API, features: UFFD_FEATURE_MOVE, ioctls: 0 };
+        let mut api = Api {
+            api: UFFD_API,
+            features: UFFD_FEATURE_MOVE,
+            ioctls: 0,
+        };
         let r = unsafe { libc::ioctl(fd, UFFDIO_API as _, &mut api) };
         if r != 0 {
             let e = io::Error::last_os_error();
@@ -143,7 +148,14 @@ impl Uffd {
     }
 
     pub fn register(&self, start: usize, len: usize) -> io::Result<()> {
-        let mut reg = Register { range: Range { start: start as u64, len: len as u64 }, mode: UFFDIO_REGISTER_MODE_MISSING, ioctls: 0 };
+        let mut reg = Register {
+            range: Range {
+                start: start as u64,
+                len: len as u64,
+            },
+            mode: UFFDIO_REGISTER_MODE_MISSING,
+            ioctls: 0,
+        };
         let r = unsafe { libc::ioctl(self.fd, UFFDIO_REGISTER as _, &mut reg) };
         if r != 0 {
             return Err(io::Error::last_os_error());
@@ -152,18 +164,30 @@ impl Uffd {
     }
 
     pub fn unregister(&self, start: usize, len: usize) -> Op {
-        let mut rg = Range { start: start as u64, len: len as u64 };
+        let mut rg = Range {
+            start: start as u64,
+            len: len as u64,
+        };
         op_result(unsafe { libc::ioctl(self.fd, UFFDIO_UNREGISTER as _, &mut rg) } as i64)
     }
 
     pub fn wake(&self, start: usize, len: usize) -> Op {
-        let mut rg = Range { start: start as u64, len: len as u64 };
+        let mut rg = Range {
+            start: start as u64,
+            len: len as u64,
+        };
         op_result(unsafe { libc::ioctl(self.fd, UFFDIO_WAKE as _, &mut rg) } as i64)
     }
 
     /// Install a copy of `src` (len bytes) at `dst`, waking faulting threads.
     pub fn copy(&self, dst: usize, src: *const u8, len: usize) -> Op {
-        let mut c = Copy { dst: dst as u64, src: src as u64, len: len as u64, mode: 0, copy: 0 };
+        let mut c = Copy {
+            dst: dst as u64,
+            src: src as u64,
+            len: len as u64,
+            mode: 0,
+            copy: 0,
+        };
         for _ in 0..10_000 {
             let r = unsafe { libc::ioctl(self.fd, UFFDIO_COPY as _, &mut c) } as i64;
             if r != 0 && crate::sys::errno() == libc::EAGAIN {
@@ -176,7 +200,14 @@ impl Uffd {
 
     /// Map the zero page over [start, start+len).
     pub fn zeropage(&self, start: usize, len: usize) -> Op {
-        let mut z = ZeroPage { range: Range { start: start as u64, len: len as u64 }, mode: 0, zeropage: 0 };
+        let mut z = ZeroPage {
+            range: Range {
+                start: start as u64,
+                len: len as u64,
+            },
+            mode: 0,
+            zeropage: 0,
+        };
         for _ in 0..10_000 {
             let r = unsafe { libc::ioctl(self.fd, UFFDIO_ZEROPAGE as _, &mut z) } as i64;
             if r != 0 && crate::sys::errno() == libc::EAGAIN {
@@ -190,7 +221,13 @@ impl Uffd {
     /// Atomically move the page(s) at `src` to `dst` (dst must be registered and empty).
     pub fn mv(&self, dst: usize, src: usize, len: usize, wake: bool) -> Op {
         let mode = if wake { 0 } else { UFFDIO_MOVE_MODE_DONTWAKE };
-        let mut m = Move { dst: dst as u64, src: src as u64, len: len as u64, mode, moved: 0 };
+        let mut m = Move {
+            dst: dst as u64,
+            src: src as u64,
+            len: len as u64,
+            mode,
+            moved: 0,
+        };
         for _ in 0..10_000 {
             let r = unsafe { libc::ioctl(self.fd, UFFDIO_MOVE as _, &mut m) } as i64;
             if r != 0 && crate::sys::errno() == libc::EAGAIN {
@@ -203,7 +240,13 @@ impl Uffd {
 
     /// Read pending messages without blocking; returns how many were read.
     pub fn read_msgs(&self, out: &mut [Msg]) -> usize {
-        let r = unsafe { libc::read(self.fd, out.as_mut_ptr() as *mut libc::c_void, std::mem::size_of_val(out)) };
+        let r = unsafe {
+            libc::read(
+                self.fd,
+                out.as_mut_ptr() as *mut libc::c_void,
+                std::mem::size_of_val(out),
+            )
+        };
         if r <= 0 {
             0
         } else {

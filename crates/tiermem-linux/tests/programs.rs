@@ -34,12 +34,23 @@ fn python3_builds_and_hashes_a_large_structure_identically() {
     }
     require("python3", "python3");
     let _h = heavy();
-    let want = ok(&run(plain(&["python3", "-c", PY_HASH]), None, 300, "plain python3"), "plain python3");
+    let want = ok(
+        &run(
+            plain(&["python3", "-c", PY_HASH]),
+            None,
+            300,
+            "plain python3",
+        ),
+        "plain python3",
+    );
     let (cmd, stats) = tiered("20%", &["python3", "-c", PY_HASH]);
     let got = ok(&run(cmd, None, 300, "tiered python3"), "tiered python3");
     assert_eq!(got, want);
     let s = final_stats(&stats);
-    assert!(migrations_in(&s) > 10_000 && tier_faults(&s) > 1_000, "little was tiered: {s}");
+    assert!(
+        migrations_in(&s) > 10_000 && tier_faults(&s) > 1_000,
+        "little was tiered: {s}"
+    );
 }
 
 const SQL: &str = r#"
@@ -64,16 +75,26 @@ fn sqlite3_large_in_memory_database_identical() {
     require("sqlite3", "sqlite3");
     let _h = heavy();
     let argv = ["sqlite3", "-pagecache", "4400", "80000", ":memory:"];
-    let want = ok(&run(plain(&argv), Some(SQL.as_bytes()), 300, "plain sqlite3"), "plain sqlite3");
+    let want = ok(
+        &run(plain(&argv), Some(SQL.as_bytes()), 300, "plain sqlite3"),
+        "plain sqlite3",
+    );
     let (cmd, stats) = tiered("20%", &argv);
-    let got = ok(&run(cmd, Some(SQL.as_bytes()), 300, "tiered sqlite3"), "tiered sqlite3");
+    let got = ok(
+        &run(cmd, Some(SQL.as_bytes()), 300, "tiered sqlite3"),
+        "tiered sqlite3",
+    );
     assert_eq!(got, want);
     let s = final_stats(&stats);
     assert!(migrations_in(&s) > 10_000, "little was tiered: {s}");
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn wait_port(port: u16, child: &mut Child, what: &str) {
@@ -82,7 +103,10 @@ fn wait_port(port: u16, child: &mut Child, what: &str) {
         if let Ok(Some(st)) = child.try_wait() {
             panic!("{what} exited early: {st}");
         }
-        assert!(t0.elapsed() < Duration::from_secs(30), "{what} did not listen on {port}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{what} did not listen on {port}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -129,14 +153,36 @@ fn redis_bgsave_dump_reloads_identically() {
     let dir = std::env::temp_dir().join(format!("tiermem-redis-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let load = ok(&run(plain(&["python3", "-c", REDIS_LOAD]), None, 120, "redis load gen"), "load gen");
+    let load = ok(
+        &run(
+            plain(&["python3", "-c", REDIS_LOAD]),
+            None,
+            120,
+            "redis load gen",
+        ),
+        "load gen",
+    );
 
     let port = free_port();
     let ps = port.to_string();
     let d = dir.to_str().unwrap();
     let (mut cmd, stats) = tiered(
         "25%",
-        &["redis-server", "--port", &ps, "--bind", "127.0.0.1", "--save", "", "--dir", d, "--enable-debug-command", "yes", "--daemonize", "no"],
+        &[
+            "redis-server",
+            "--port",
+            &ps,
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--dir",
+            d,
+            "--enable-debug-command",
+            "yes",
+            "--daemonize",
+            "no",
+        ],
     );
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
     let mut srv = Server(Some(cmd.spawn().unwrap()));
@@ -154,7 +200,10 @@ fn redis_bgsave_dump_reloads_identically() {
             assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
             break;
         }
-        assert!(t0.elapsed() < Duration::from_secs(120), "BGSAVE did not finish: {info}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "BGSAVE did not finish: {info}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     // Copy-on-write held: the parent still has the same data.
@@ -169,15 +218,33 @@ fn redis_bgsave_dump_reloads_identically() {
     // Load the dump in a plain redis-server and compare.
     let port2 = free_port();
     let ps2 = port2.to_string();
-    let mut c2 = plain(&["redis-server", "--port", &ps2, "--bind", "127.0.0.1", "--save", "", "--dir", d, "--enable-debug-command", "yes"]);
+    let mut c2 = plain(&[
+        "redis-server",
+        "--port",
+        &ps2,
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--dir",
+        d,
+        "--enable-debug-command",
+        "yes",
+    ]);
     c2.stdout(Stdio::null()).stderr(Stdio::null());
     let mut plain_srv = Server(Some(c2.spawn().unwrap()));
     wait_port(port2, plain_srv.0.as_mut().unwrap(), "plain redis-server");
     let t0 = Instant::now();
-    while cli(&["-p", &ps2, "ping"], None).contains("LOADING") && t0.elapsed() < Duration::from_secs(60) {
+    while cli(&["-p", &ps2, "ping"], None).contains("LOADING")
+        && t0.elapsed() < Duration::from_secs(60)
+    {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(cli(&["-p", &ps2, "debug", "digest"], None), digest, "the dump does not reload to the same dataset");
+    assert_eq!(
+        cli(&["-p", &ps2, "debug", "digest"], None),
+        digest,
+        "the dump does not reload to the same dataset"
+    );
     let _ = cli(&["-p", &ps2, "shutdown", "nosave"], None);
     drop(plain_srv);
     let _ = std::fs::remove_dir_all(&dir);
@@ -224,20 +291,72 @@ fn memcached_memcaslap_load_every_value_read_back() {
     let _h = heavy();
     let port = free_port();
     let ps = port.to_string();
-    let (mut cmd, stats) = tiered("25%", &["memcached", "-l", "127.0.0.1", "-p", &ps, "-m", "1024", "-U", "0", "-t", "2", "-u", "root"]);
+    let (mut cmd, stats) = tiered(
+        "25%",
+        &[
+            "memcached",
+            "-l",
+            "127.0.0.1",
+            "-p",
+            &ps,
+            "-m",
+            "1024",
+            "-U",
+            "0",
+            "-t",
+            "2",
+            "-u",
+            "root",
+        ],
+    );
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
     let mut srv = Server(Some(cmd.spawn().unwrap()));
     wait_port(port, srv.0.as_mut().unwrap(), "tiered memcached");
     let n = "60000";
-    ok(&run(plain(&["python3", "-c", MC_CHECK, &ps, "set", n]), None, 300, "mc set"), "memcached set");
+    ok(
+        &run(
+            plain(&["python3", "-c", MC_CHECK, &ps, "set", n]),
+            None,
+            300,
+            "mc set",
+        ),
+        "memcached set",
+    );
     // memcaslap: its own mixed load, with verification of what it reads.
     let server = format!("127.0.0.1:{port}");
-    let slap = run(plain(&["memcaslap", "-s", &server, "-t", "8s", "-c", "16", "-T", "2", "-X", "2000", "-v", "1.0"]), None, 120, "memcaslap");
+    let slap = run(
+        plain(&[
+            "memcaslap",
+            "-s",
+            &server,
+            "-t",
+            "8s",
+            "-c",
+            "16",
+            "-T",
+            "2",
+            "-X",
+            "2000",
+            "-v",
+            "1.0",
+        ]),
+        None,
+        120,
+        "memcaslap",
+    );
     let slap_out = String::from_utf8_lossy(&slap.stdout).to_string();
     assert!(slap.status.success(), "memcaslap failed: {slap:?}");
     eprintln!("{slap_out}");
     assert!(!slap_out.contains("data verification failed"), "{slap_out}");
-    let out = ok(&run(plain(&["python3", "-c", MC_CHECK, &ps, "get", n]), None, 300, "mc get"), "memcached read-back");
+    let out = ok(
+        &run(
+            plain(&["python3", "-c", MC_CHECK, &ps, "get", n]),
+            None,
+            300,
+            "mc get",
+        ),
+        "memcached read-back",
+    );
     assert!(out.contains("bad 0"), "{out}");
     unsafe { libc::kill(srv.0.as_ref().unwrap().id() as i32, libc::SIGTERM) };
     let o = wait_timeout(srv.0.take().unwrap(), 60, "memcached exit");

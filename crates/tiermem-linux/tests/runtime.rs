@@ -19,10 +19,26 @@ fn stress(budget: &str, args: &[&str], secs: u64) -> (String, serde_json::Value)
 #[test]
 fn stress_short_zero_mismatches() {
     let _h = heavy();
-    let (text, s) = stress("25%", &["--mb", "16", "--threads", "4", "--seconds", "4", "--forks", "2"], 120);
+    let (text, s) = stress(
+        "25%",
+        &[
+            "--mb",
+            "16",
+            "--threads",
+            "4",
+            "--seconds",
+            "4",
+            "--forks",
+            "2",
+        ],
+        120,
+    );
     eprintln!("{text}");
     let faults = tier_faults(&s);
-    assert!(faults > 5_000, "expected many tier faults, got {faults}: {s}");
+    assert!(
+        faults > 5_000,
+        "expected many tier faults, got {faults}: {s}"
+    );
     assert!(s["forks"].as_u64().unwrap() >= 2, "{s}");
 }
 
@@ -35,13 +51,29 @@ fn stress_million_fault_evict_cycles() {
     let _h = heavy();
     let (text, s) = stress(
         "10%",
-        &["--mb", "32", "--threads", "4", "--seconds", "60", "--forks", "3", "--target-faults", "1000000", "--write-pct", "40"],
+        &[
+            "--mb",
+            "32",
+            "--threads",
+            "4",
+            "--seconds",
+            "60",
+            "--forks",
+            "3",
+            "--target-faults",
+            "1000000",
+            "--write-pct",
+            "40",
+        ],
         600,
     );
     eprintln!("{text}");
     let faults = tier_faults(&s);
     let evictions = migrations_in(&s);
-    assert!(faults >= 1_000_000 && evictions >= 1_000_000, "faults {faults}, evictions {evictions}: {s}");
+    assert!(
+        faults >= 1_000_000 && evictions >= 1_000_000,
+        "faults {faults}, evictions {evictions}: {s}"
+    );
 }
 
 #[test]
@@ -95,7 +127,10 @@ fn bad_config_names_the_field_path() {
     );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("runtime.tiers[0]") && err.contains("alocator"), "{err}");
+    assert!(
+        err.contains("runtime.tiers[0]") && err.contains("alocator"),
+        "{err}"
+    );
     let out = run(
         {
             let mut c = Command::new(tiermem());
@@ -112,7 +147,14 @@ fn bad_config_names_the_field_path() {
 /// A program that maps a large region and never touches it, and one that exits at once.
 #[test]
 fn untouched_memory_and_quick_exit() {
-    let (cmd, stats) = tiered("1M", &["python3", "-c", "import mmap; m = mmap.mmap(-1, 256 << 20, flags=mmap.MAP_PRIVATE); print('ok')"]);
+    let (cmd, stats) = tiered(
+        "1M",
+        &[
+            "python3",
+            "-c",
+            "import mmap; m = mmap.mmap(-1, 256 << 20, flags=mmap.MAP_PRIVATE); print('ok')",
+        ],
+    );
     let out = run(cmd, None, 60, "untouched");
     assert_eq!(ok(&out, "untouched"), "ok\n");
     let s = final_stats(&stats);
@@ -124,7 +166,8 @@ fn untouched_memory_and_quick_exit() {
 /// Without userfaultfd permission: one line naming the setting and the fix, exit 2.
 #[test]
 fn no_userfaultfd_permission_is_one_clear_line() {
-    let setting = std::fs::read_to_string("/proc/sys/vm/unprivileged_userfaultfd").unwrap_or_default();
+    let setting =
+        std::fs::read_to_string("/proc/sys/vm/unprivileged_userfaultfd").unwrap_or_default();
     if setting.trim() != "0" || unsafe { libc::geteuid() } != 0 {
         eprintln!("skipping: needs root and vm.unprivileged_userfaultfd=0 to drop to an unprivileged user");
         return;
@@ -137,7 +180,14 @@ fn no_userfaultfd_permission_is_one_clear_line() {
     let out = run(
         {
             let mut c = Command::new("/usr/bin/setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]).arg(bin).args(["run", "--", "true"]);
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+            ])
+            .arg(bin)
+            .args(["run", "--", "true"]);
             c
         },
         None,
@@ -146,11 +196,17 @@ fn no_userfaultfd_permission_is_one_clear_line() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("Permission denied") && !err.contains("userfaultfd") {
-        eprintln!("skipping: user 65534 cannot execute {}: {err}", bin.display());
+        eprintln!(
+            "skipping: user 65534 cannot execute {}: {err}",
+            bin.display()
+        );
         return;
     }
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(err.contains("vm.unprivileged_userfaultfd") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("vm.unprivileged_userfaultfd") && err.lines().count() == 1,
+        "{err}"
+    );
 }
 use std::path::Path;
 
@@ -160,8 +216,17 @@ fn stat_and_budget_on_a_running_program() {
     let _h = heavy();
     let prog = "import time\nb = [bytearray(b'tiermem %d ' % i * 100000) for i in range(64)]\ntime.sleep(8)\nprint(sum(len(x) for x in b))";
     let mut cmd = Command::new(tiermem());
-    cmd.args(["run", "--dram-budget", "unlimited", "--", "python3", "-c", prog]);
-    cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    cmd.args([
+        "run",
+        "--dram-budget",
+        "unlimited",
+        "--",
+        "python3",
+        "-c",
+        prog,
+    ]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     let child = cmd.spawn().unwrap();
     let pid = child.id().to_string();
     let stat = |extra: &[&str]| {
@@ -178,11 +243,17 @@ fn stat_and_budget_on_a_running_program() {
         if s["resident_bytes"].as_u64().unwrap_or(0) > 40 << 20 {
             break;
         }
-        assert!(t0.elapsed().as_secs() < 20, "program never filled its memory: {o:?}");
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "program never filled its memory: {o:?}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     let table = String::from_utf8(stat(&[]).stdout).unwrap();
-    assert!(table.contains("1:lz4") && table.contains("p99") && table.contains("tiermem CPU"), "{table}");
+    assert!(
+        table.contains("1:lz4") && table.contains("p99") && table.contains("tiermem CPU"),
+        "{table}"
+    );
     let prom = String::from_utf8(stat(&["--prometheus"]).stdout).unwrap();
     assert!(prom.contains("tiermem_resident_bytes{pid=\""), "{prom}");
     let mut b = Command::new(tiermem());

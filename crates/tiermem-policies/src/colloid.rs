@@ -39,7 +39,11 @@ fn default_ewma() -> f64 {
 
 impl Default for ColloidParams {
     fn default() -> Self {
-        ColloidParams { delta: default_delta(), epsilon: default_epsilon(), ewma_alpha: default_ewma() }
+        ColloidParams {
+            delta: default_delta(),
+            epsilon: default_epsilon(),
+            ewma_alpha: default_ewma(),
+        }
     }
 }
 
@@ -62,7 +66,11 @@ pub struct LatencyMeter {
 
 impl LatencyMeter {
     pub fn new(alpha: f64) -> Self {
-        LatencyMeter { occupancy: Vec::new(), rate: Vec::new(), alpha }
+        LatencyMeter {
+            occupancy: Vec::new(),
+            rate: Vec::new(),
+            alpha,
+        }
     }
 
     /// Fold in one quantum's counters.
@@ -101,7 +109,10 @@ pub struct Watermarks {
 
 impl Default for Watermarks {
     fn default() -> Self {
-        Watermarks { p_lo: 0.0, p_hi: 1.0 }
+        Watermarks {
+            p_lo: 0.0,
+            p_hi: 1.0,
+        }
     }
 }
 
@@ -168,14 +179,25 @@ pub fn decide_shift(
     let l_d = meter.latency_ns(fast, snap.tier_specs[fast].unloaded_latency_ns);
     let l_a = meter.latency_ns(slow, snap.tier_specs[slow].unloaded_latency_ns);
     let p = r_d / (r_d + r_a);
-    let mode = if l_d < l_a { Mode::Promote } else { Mode::Demote };
+    let mode = if l_d < l_a {
+        Mode::Promote
+    } else {
+        Mode::Demote
+    };
     let delta_p = marks.compute_shift(p, l_d, l_a, params);
     let dynamic = delta_p * (r_d + r_a) * CACHELINE_BYTES as f64 * snap.quantum_ns as f64 / 1e9;
     let limit_bytes = match static_limit {
         Some(m) => (dynamic as u64).min(m),
         None => dynamic as u64,
     };
-    Some(Shift { mode, delta_p, limit_bytes, p, l_d, l_a })
+    Some(Shift {
+        mode,
+        delta_p,
+        limit_bytes,
+        p,
+        l_d,
+        l_a,
+    })
 }
 
 #[cfg(test)]
@@ -205,7 +227,12 @@ mod tests {
     }
 
     /// Drive Algorithm 2 on the static model, applying each shift exactly.
-    fn run(p0: f64, contention: f64, steps: usize, marks: &mut Watermarks) -> Vec<(f64, Watermarks)> {
+    fn run(
+        p0: f64,
+        contention: f64,
+        steps: usize,
+        marks: &mut Watermarks,
+    ) -> Vec<(f64, Watermarks)> {
         let params = ColloidParams::default();
         let mut p = p0;
         let mut trace = Vec::new();
@@ -228,7 +255,12 @@ mod tests {
         let trace = run(1.0, c, 40, &mut marks);
         let mut prev_gap = 1.0 + 1e-12;
         for (p, m) in &trace {
-            assert!(m.p_lo <= p_star + 1e-9 && p_star <= m.p_hi + 1e-9, "p* {p_star} outside [{}, {}]", m.p_lo, m.p_hi);
+            assert!(
+                m.p_lo <= p_star + 1e-9 && p_star <= m.p_hi + 1e-9,
+                "p* {p_star} outside [{}, {}]",
+                m.p_lo,
+                m.p_hi
+            );
             assert!(m.p_lo <= *p + 1e-9 && *p <= m.p_hi + 1e-9);
             let gap = m.p_hi - m.p_lo;
             assert!(gap <= prev_gap + 1e-12, "gap grew");
@@ -236,7 +268,10 @@ mod tests {
         }
         let (p_end, _) = trace.last().unwrap();
         let (d, a) = model(*p_end, c);
-        assert!((d - a).abs() < 0.05 * d, "latencies not balanced at the end: {d} vs {a}");
+        assert!(
+            (d - a).abs() < 0.05 * d,
+            "latencies not balanced at the end: {d} vs {a}"
+        );
     }
 
     #[test]
@@ -255,22 +290,37 @@ mod tests {
         let trace = run(1.0, 3.0, 40, &mut marks);
         let (p_before, m) = *trace.last().unwrap();
         let new_star = equilibrium(0.5);
-        assert!(new_star > m.p_hi + 0.05, "the test needs p* to jump above p_hi");
+        assert!(
+            new_star > m.p_hi + 0.05,
+            "the test needs p* to jump above p_hi"
+        );
         let trace = run(p_before, 0.5, 60, &mut marks);
         let (p_after, _) = *trace.last().unwrap();
         // Converged means balanced within δ (Algorithm 2 stops there), so p is near p*.
         let (d, a) = model(p_after, 0.5);
         assert!((d - a).abs() < 0.05 * d, "not balanced: {d} vs {a}");
-        assert!((p_after - new_star).abs() < 0.1, "p {p_after} vs p* {new_star}");
+        assert!(
+            (p_after - new_star).abs() < 0.1,
+            "p {p_after} vs p* {new_star}"
+        );
         // The reset must have happened: p_hi went back to 1 at some point.
         assert!(trace.iter().any(|(_, m)| m.p_hi == 1.0));
     }
 
     #[test]
     fn balanced_latencies_request_no_shift() {
-        let mut marks = Watermarks { p_lo: 0.3, p_hi: 0.6 };
+        let mut marks = Watermarks {
+            p_lo: 0.3,
+            p_hi: 0.6,
+        };
         let dp = marks.compute_shift(0.4, 100.0, 103.0, &ColloidParams::default());
         assert_eq!(dp, 0.0);
-        assert_eq!(marks, Watermarks { p_lo: 0.3, p_hi: 0.6 });
+        assert_eq!(
+            marks,
+            Watermarks {
+                p_lo: 0.3,
+                p_hi: 0.6
+            }
+        );
     }
 }

@@ -29,7 +29,14 @@ pub struct Colloid<B: HeatModel> {
 impl<B: HeatModel> Colloid<B> {
     pub fn new(base: B, params: ColloidParams) -> Self {
         let meter = LatencyMeter::new(params.ewma_alpha);
-        Colloid { base, params, meter, marks: Vec::new(), bins: 5, last: None }
+        Colloid {
+            base,
+            params,
+            meter,
+            marks: Vec::new(),
+            bins: 5,
+            last: None,
+        }
     }
 
     fn is_hint_fault_base(&self) -> bool {
@@ -47,7 +54,15 @@ impl<B: HeatModel> Colloid<B> {
     fn balance_pair(&mut self, snap: &Snapshot<'_>, i: usize, plan: &mut Plan) {
         let (fast, slow) = (TierId(i as u8), TierId(i as u8 + 1));
         let limit = self.base.migration_limit_bytes();
-        let Some(shift) = decide_shift(&self.meter, &mut self.marks[i], snap, i, i + 1, limit, &self.params) else {
+        let Some(shift) = decide_shift(
+            &self.meter,
+            &mut self.marks[i],
+            snap,
+            i,
+            i + 1,
+            limit,
+            &self.params,
+        ) else {
             return;
         };
         if i == 0 {
@@ -68,7 +83,11 @@ impl<B: HeatModel> Colloid<B> {
         };
         // The base's own capacity moves make room in the default tier (MEMTIS's default-tier
         // thread): promote only into that room.
-        let base_room = if i == 0 { self.base.promotion_room(snap) } else { None };
+        let base_room = if i == 0 {
+            self.base.promotion_room(snap)
+        } else {
+            None
+        };
         if let (true, Some(room)) = (to == fast, base_room) {
             chosen.truncate(room as usize);
         } else if to == fast {
@@ -110,14 +129,23 @@ impl<B: HeatModel> Colloid<B> {
 
     /// List-based FINDPAGES: bins from hottest to coldest; a page is taken if its
     /// probability fits in what is left of Δp; stop at Δp, the limit, or no candidates.
-    fn find_from_lists(&self, snap: &Snapshot<'_>, from: TierId, delta_p: f64, limit_pages: u64) -> Vec<PageIdx> {
+    fn find_from_lists(
+        &self,
+        snap: &Snapshot<'_>,
+        from: TierId,
+        delta_p: f64,
+        limit_pages: u64,
+    ) -> Vec<PageIdx> {
         let mut bins: Vec<Vec<PageIdx>> = vec![Vec::new(); self.bins];
         let hot_only = self.base.colloid_hot_list_only();
         for (page, tier) in snap.placement.iter().enumerate() {
             if *tier != from {
                 continue;
             }
-            let (page, b) = (page as PageIdx, self.bin_of(self.base.heat(page as PageIdx)));
+            let (page, b) = (
+                page as PageIdx,
+                self.bin_of(self.base.heat(page as PageIdx)),
+            );
             // Cold pages (lowest bin, not hot to the base) are not Colloid's to move: they
             // shift p by nothing. MEMTIS+Colloid scans only the hot lists (§4.2): its
             // default-tier thread would send any cold page straight back.
@@ -144,12 +172,22 @@ impl<B: HeatModel> Colloid<B> {
     }
 
     /// TPP+Colloid FINDPAGES from this quantum's hint faults (§4.3).
-    fn find_from_faults(&self, snap: &Snapshot<'_>, from: TierId, delta_p: f64, limit_pages: u64) -> Vec<PageIdx> {
+    fn find_from_faults(
+        &self,
+        snap: &Snapshot<'_>,
+        from: TierId,
+        delta_p: f64,
+        limit_pages: u64,
+    ) -> Vec<PageIdx> {
         let r = self.meter.rate(from.index()).max(1.0);
         let mut left = delta_p;
         let mut out = Vec::new();
         for e in snap.events {
-            if let HeatEvent::HintFault { page, time_to_fault_ns } = *e {
+            if let HeatEvent::HintFault {
+                page,
+                time_to_fault_ns,
+            } = *e
+            {
                 if snap.placement[page as usize] != from || out.len() as u64 >= limit_pages {
                     continue;
                 }
@@ -173,13 +211,23 @@ impl<B: HeatModel> Policy for Colloid<B> {
         // demote (§4.3).
         fn with_default_tier(t: TrackerSpec) -> TrackerSpec {
             match t {
-                TrackerSpec::HintFault { scan_period_ns, scan_pages, mut tiers } => {
+                TrackerSpec::HintFault {
+                    scan_period_ns,
+                    scan_pages,
+                    mut tiers,
+                } => {
                     if !tiers.contains(&TierId::DEFAULT) {
                         tiers.insert(0, TierId::DEFAULT);
                     }
-                    TrackerSpec::HintFault { scan_period_ns, scan_pages, tiers }
+                    TrackerSpec::HintFault {
+                        scan_period_ns,
+                        scan_pages,
+                        tiers,
+                    }
                 }
-                TrackerSpec::Combined(ts) => TrackerSpec::Combined(ts.into_iter().map(with_default_tier).collect()),
+                TrackerSpec::Combined(ts) => {
+                    TrackerSpec::Combined(ts.into_iter().map(with_default_tier).collect())
+                }
                 other => other,
             }
         }
@@ -252,8 +300,16 @@ mod tests {
         let mut c = Colloid::new(Hemem::new(HememConfig::default()), ColloidParams::default());
         let plan = c.decide(&w.snap());
         assert_eq!(c.last.unwrap().mode, Mode::Promote);
-        assert_eq!(moved_to(&plan, FAST), vec![16], "the warm page may not displace a page");
-        assert_eq!(moved_to(&plan, SLOW).len(), 1, "one victim for the hot page");
+        assert_eq!(
+            moved_to(&plan, FAST),
+            vec![16],
+            "the warm page may not displace a page"
+        );
+        assert_eq!(
+            moved_to(&plan, SLOW).len(),
+            1,
+            "one victim for the hot page"
+        );
         // With free room the warm page is promoted too: it shifts p without displacing.
         let mut w2 = World::new(300, 10, 12, 300);
         promote_telemetry(&mut w2);
@@ -274,7 +330,10 @@ mod tests {
         for p in 100..160 {
             w.reads(p, 4);
         }
-        let cfg = MemtisConfig { adaptation_period_samples: 1_000_000, ..MemtisConfig::default() };
+        let cfg = MemtisConfig {
+            adaptation_period_samples: 1_000_000,
+            ..MemtisConfig::default()
+        };
         let mut c = Colloid::new(Memtis::new(cfg), ColloidParams::default());
         let plan = c.decide(&w.snap());
         let up = moved_to(&plan, FAST);

@@ -158,7 +158,9 @@ mod tests {
 
     #[test]
     fn fields_override_defaults() {
-        let cfg = parse("[policy]\npolicy = \"hemem\"\nhot_read_threshold = 6\ncooling_threshold = 20\n").unwrap();
+        let cfg =
+            parse("[policy]\npolicy = \"hemem\"\nhot_read_threshold = 6\ncooling_threshold = 20\n")
+                .unwrap();
         match cfg {
             PolicyConfig::Hemem(h) => {
                 assert_eq!(h.hot_read_threshold, 6);
@@ -167,29 +169,50 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let cfg = parse("[policy]\npolicy = \"tpp\"\nhot_threshold_ms = 500\nmin_free_kbytes = 65536\n").unwrap();
-        assert!(matches!(cfg, PolicyConfig::Tpp(TppConfig { hot_threshold_ms: 500.0, min_free_kbytes: Some(65536), .. })));
+        let cfg =
+            parse("[policy]\npolicy = \"tpp\"\nhot_threshold_ms = 500\nmin_free_kbytes = 65536\n")
+                .unwrap();
+        assert!(matches!(
+            cfg,
+            PolicyConfig::Tpp(TppConfig {
+                hot_threshold_ms: 500.0,
+                min_free_kbytes: Some(65536),
+                ..
+            })
+        ));
     }
 
     #[test]
     fn unknown_fields_and_policies_are_rejected() {
-        let e = parse("[policy]\npolicy = \"hemem\"\nhot_read_treshold = 6\n").unwrap_err().to_string();
+        let e = parse("[policy]\npolicy = \"hemem\"\nhot_read_treshold = 6\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("hot_read_treshold"), "{e}");
         assert!(e.contains("policy"), "{e}");
         // A field of another system is unknown here.
-        let e = parse("[policy]\npolicy = \"memtis\"\nhot_read_threshold = 6\n").unwrap_err().to_string();
+        let e = parse("[policy]\npolicy = \"memtis\"\nhot_read_threshold = 6\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("hot_read_threshold"), "{e}");
-        let e = parse("[policy]\npolicy = \"autonuma\"\n").unwrap_err().to_string();
+        let e = parse("[policy]\npolicy = \"autonuma\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("autonuma"), "{e}");
     }
 
     #[test]
     fn validation_names_the_field() {
-        let e = parse("[policy]\npolicy = \"hemem\"\ncooling_threshold = 2\n").unwrap_err().to_string();
+        let e = parse("[policy]\npolicy = \"hemem\"\ncooling_threshold = 2\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("policy.cooling_threshold"), "{e}");
-        let e = parse("[policy]\npolicy = \"tpp\"\nquantum_ms = 0\n").unwrap_err().to_string();
+        let e = parse("[policy]\npolicy = \"tpp\"\nquantum_ms = 0\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("policy.quantum_ms"), "{e}");
-        let e = parse("[policy]\npolicy = \"memtis\"\nthres_hot = 16\n").unwrap_err().to_string();
+        let e = parse("[policy]\npolicy = \"memtis\"\nthres_hot = 16\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("policy.thres_hot"), "{e}");
     }
 }

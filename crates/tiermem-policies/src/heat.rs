@@ -169,7 +169,9 @@ pub struct Budget {
 
 impl Budget {
     pub fn new(limit_bytes: Option<u64>, page_bytes: u64) -> Self {
-        Budget { left_pages: limit_bytes.map(|b| b / page_bytes.max(1)) }
+        Budget {
+            left_pages: limit_bytes.map(|b| b / page_bytes.max(1)),
+        }
     }
     /// Take `n` pages from the budget if they all fit.
     pub fn take(&mut self, n: u64) -> bool {
@@ -216,8 +218,9 @@ pub(crate) mod testutil {
                 peak_bandwidth_bytes_per_s: 1e11,
                 cost_per_gb: 1.0,
             };
-            let placement: Vec<TierId> =
-                (0..pages).map(|i| if i < in_fast { TierId(0) } else { TierId(1) }).collect();
+            let placement: Vec<TierId> = (0..pages)
+                .map(|i| if i < in_fast { TierId(0) } else { TierId(1) })
+                .collect();
             let mut w = World {
                 now_ns: 0,
                 quantum_ns: 10_000_000,
@@ -235,7 +238,8 @@ pub(crate) mod testutil {
         /// Recompute `used_bytes` from the placement.
         pub fn recount(&mut self) {
             for (i, t) in self.tiers.iter_mut().enumerate() {
-                t.used_bytes = self.placement.iter().filter(|p| p.index() == i).count() as u64 * PAGE;
+                t.used_bytes =
+                    self.placement.iter().filter(|p| p.index() == i).count() as u64 * PAGE;
             }
         }
 
@@ -259,7 +263,8 @@ pub(crate) mod testutil {
                 for p in m.range.pages() {
                     let to = m.to.index();
                     let cap = self.tiers[to].capacity_bytes;
-                    if self.placement[p as usize] != m.to && self.tiers[to].used_bytes + PAGE <= cap {
+                    if self.placement[p as usize] != m.to && self.tiers[to].used_bytes + PAGE <= cap
+                    {
                         let from = self.placement[p as usize].index();
                         self.tiers[from].used_bytes -= PAGE;
                         self.tiers[to].used_bytes += PAGE;
@@ -287,6 +292,10 @@ pub(crate) mod testutil {
 
     /// The pages a plan moves to `to`, in plan order.
     pub fn moved_to(plan: &tiermem_core::Plan, to: TierId) -> Vec<u32> {
-        plan.moves.iter().filter(|m| m.to == to).flat_map(|m| m.range.pages()).collect()
+        plan.moves
+            .iter()
+            .filter(|m| m.to == to)
+            .flat_map(|m| m.range.pages())
+            .collect()
     }
 }

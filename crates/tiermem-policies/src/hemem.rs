@@ -30,7 +30,9 @@
 //!
 //! HeMem manages 2 MB pages; nothing here assumes a page size (`snap.page_bytes`).
 
-use crate::heat::{free_pages, mib_per_s_to_bytes_per_quantum, ms_to_ns, pages_in, Budget, HeatModel, FAST, SLOW};
+use crate::heat::{
+    free_pages, mib_per_s_to_bytes_per_quantum, ms_to_ns, pages_in, Budget, HeatModel, FAST, SLOW,
+};
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, invalid, join, Validate};
 use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Result, Snapshot, TierId, TrackerSpec};
@@ -96,10 +98,16 @@ impl Validate for HememConfig {
             return Err(invalid(&join(p, "sample_period"), "must be at least 1"));
         }
         if self.hot_read_threshold == 0 {
-            return Err(invalid(&join(p, "hot_read_threshold"), "must be at least 1"));
+            return Err(invalid(
+                &join(p, "hot_read_threshold"),
+                "must be at least 1",
+            ));
         }
         if self.hot_write_threshold == 0 {
-            return Err(invalid(&join(p, "hot_write_threshold"), "must be at least 1"));
+            return Err(invalid(
+                &join(p, "hot_write_threshold"),
+                "must be at least 1",
+            ));
         }
         let hot_max = self.hot_read_threshold.max(self.hot_write_threshold);
         if self.cooling_threshold < hot_max {
@@ -109,7 +117,12 @@ impl Validate for HememConfig {
             ));
         }
         check_range(&join(p, "quantum_ms"), self.quantum_ms, 0.001, 60_000.0)?;
-        check_range(&join(p, "migration_limit_mib_per_s"), self.migration_limit_mib_per_s, 0.0, 1e12)
+        check_range(
+            &join(p, "migration_limit_mib_per_s"),
+            self.migration_limit_mib_per_s,
+            0.0,
+            1e12,
+        )
     }
 }
 
@@ -140,7 +153,15 @@ pub struct Hemem {
 
 impl Hemem {
     pub fn new(cfg: HememConfig) -> Self {
-        Hemem { cfg, pages: Vec::new(), global_clock: 0, next_seq: 0, total_heat: 0.0, samples: 0, cools: 0 }
+        Hemem {
+            cfg,
+            pages: Vec::new(),
+            global_clock: 0,
+            next_seq: 0,
+            total_heat: 0.0,
+            samples: 0,
+            cools: 0,
+        }
     }
 
     fn ensure(&mut self, n: usize) {
@@ -272,8 +293,11 @@ impl Hemem {
             return plan;
         }
         // The cold list is only walked when the free pages do not suffice.
-        let cold_fast =
-            if (hot_alt.len() as u64) > free { self.list_head(snap, FAST, false, hot_alt.len()) } else { Vec::new() };
+        let cold_fast = if (hot_alt.len() as u64) > free {
+            self.list_head(snap, FAST, false, hot_alt.len())
+        } else {
+            Vec::new()
+        };
         let mut victims = cold_fast.into_iter();
         for p in hot_alt {
             if free > 0 {
@@ -304,13 +328,18 @@ impl HeatModel for Hemem {
         "hemem"
     }
     fn tracker(&self) -> TrackerSpec {
-        TrackerSpec::Pebs { sample_period: self.cfg.sample_period }
+        TrackerSpec::Pebs {
+            sample_period: self.cfg.sample_period,
+        }
     }
     fn quantum_ns(&self) -> u64 {
         ms_to_ns(self.cfg.quantum_ms)
     }
     fn migration_limit_bytes(&self) -> Option<u64> {
-        Some(mib_per_s_to_bytes_per_quantum(self.cfg.migration_limit_mib_per_s, HeatModel::quantum_ns(self)))
+        Some(mib_per_s_to_bytes_per_quantum(
+            self.cfg.migration_limit_mib_per_s,
+            HeatModel::quantum_ns(self),
+        ))
     }
     fn ingest(&mut self, snap: &Snapshot<'_>) {
         self.ensure(snap.page_count());
@@ -381,7 +410,15 @@ mod tests {
     #[test]
     fn defaults_match_hemem_source() {
         let c = HememConfig::default();
-        assert_eq!((c.sample_period, c.hot_read_threshold, c.hot_write_threshold, c.cooling_threshold), (19997, 4, 4, 10));
+        assert_eq!(
+            (
+                c.sample_period,
+                c.hot_read_threshold,
+                c.hot_write_threshold,
+                c.cooling_threshold
+            ),
+            (19997, 4, 4, 10)
+        );
         let h = Hemem::new(c);
         assert_eq!(Policy::quantum_ns(&h), 10_000_000);
         // 10 GiB per 10 ms pass.
@@ -395,12 +432,18 @@ mod tests {
         let mut h = hemem();
         w.reads(2, 3);
         let plan = h.decide(&w.snap());
-        assert!(plan.moves.is_empty(), "3 reads < HOT_READ_THRESHOLD: {plan:?}");
+        assert!(
+            plan.moves.is_empty(),
+            "3 reads < HOT_READ_THRESHOLD: {plan:?}"
+        );
         w.apply(&plan);
         w.reads(2, 1);
         let plan = h.decide(&w.snap());
         assert_eq!(moved_to(&plan, FAST), vec![2]);
-        assert!(moved_to(&plan, SLOW).is_empty(), "free space: no demotion needed");
+        assert!(
+            moved_to(&plan, SLOW).is_empty(),
+            "free space: no demotion needed"
+        );
     }
 
     #[test]
@@ -434,7 +477,10 @@ mod tests {
         assert_eq!(h.counts(1), (2, 0), "5 >> 1");
         assert_eq!(h.counts(2), (0, 1), "3 >> 1");
         assert_eq!(h.counts(3), (5, 0), "11 >> 1");
-        assert!(!h.is_hot(1), "page 1 cooled below the threshold and left the hot list");
+        assert!(
+            !h.is_hot(1),
+            "page 1 cooled below the threshold and left the hot list"
+        );
         assert!(h.is_hot(3));
         // Exactly at the threshold does not cool (HeMem tests `>`).
         let mut w = World::new(1, 0, 0, 1);
@@ -478,7 +524,10 @@ mod tests {
         assert_eq!(w.apply(&plan), 4);
         // Now fast holds 0, 3, 4, all hot: page 5 must wait.
         let plan = h.decide(&w.snap());
-        assert!(plan.moves.is_empty(), "no cold page left in the default tier: {plan:?}");
+        assert!(
+            plan.moves.is_empty(),
+            "no cold page left in the default tier: {plan:?}"
+        );
     }
 
     #[test]
@@ -500,7 +549,10 @@ mod tests {
         assert_eq!(moved_to(&plan, FAST), vec![3, 4, 5]);
         // Pairs count twice: with a full fast tier, 3 pages of budget = one demote+promote.
         let mut w = World::new(4, 2, 2, 4);
-        let mut h = Hemem::new(HememConfig { migration_limit_mib_per_s: 3.0 * 2.0 / 0.010, ..HememConfig::default() });
+        let mut h = Hemem::new(HememConfig {
+            migration_limit_mib_per_s: 3.0 * 2.0 / 0.010,
+            ..HememConfig::default()
+        });
         w.reads(2, 4);
         w.reads(3, 4);
         let plan = h.decide(&w.snap());
@@ -516,11 +568,16 @@ mod tests {
             let mut plans = Vec::new();
             for _ in 0..50 {
                 for _ in 0..40 {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     let page = ((x >> 33) % 64) as u32;
                     // Skew: low pages are hotter.
                     let page = page * page / 64;
-                    w.events.push(HeatEvent::Sample { page, write: (x >> 20) & 1 == 1 });
+                    w.events.push(HeatEvent::Sample {
+                        page,
+                        write: (x >> 20) & 1 == 1,
+                    });
                 }
                 let plan = h.decide(&w.snap());
                 w.apply(&plan);
@@ -530,7 +587,10 @@ mod tests {
         }
         let a = run();
         assert_eq!(a, run());
-        assert!(a.iter().any(|p| !p.moves.is_empty()), "the test must exercise migrations");
+        assert!(
+            a.iter().any(|p| !p.moves.is_empty()),
+            "the test must exercise migrations"
+        );
     }
 
     #[test]

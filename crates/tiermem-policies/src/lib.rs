@@ -36,7 +36,10 @@ pub fn build(cfg: &PolicyConfig) -> Result<Box<dyn Policy>> {
 }
 
 /// Build the policy a config names, with Colloid layered over it when `colloid` is given.
-pub fn build_layered(cfg: &PolicyConfig, colloid: Option<&ColloidParams>) -> Result<Box<dyn Policy>> {
+pub fn build_layered(
+    cfg: &PolicyConfig,
+    colloid: Option<&ColloidParams>,
+) -> Result<Box<dyn Policy>> {
     build_with(cfg, colloid, BuildContext::default())
 }
 
@@ -47,7 +50,9 @@ pub fn build_heat_model(cfg: &PolicyConfig, ctx: BuildContext) -> Result<Box<dyn
         PolicyConfig::Memtis(c) => Box::new(memtis::Memtis::new(c.clone())),
         PolicyConfig::Tpp(c) => Box::new(tpp::Tpp::new(tpp_cfg(c, ctx))),
         PolicyConfig::Static(_) => {
-            return Err(Error::config("field `policy.policy`: \"static\" has no heat model (it never migrates)"))
+            return Err(Error::config(
+                "field `policy.policy`: \"static\" has no heat model (it never migrates)",
+            ))
         }
     })
 }
@@ -61,7 +66,11 @@ fn tpp_cfg(c: &tpp::TppConfig, ctx: BuildContext) -> tpp::TppConfig {
 }
 
 /// The general form of [`build_layered`].
-pub fn build_with(cfg: &PolicyConfig, colloid: Option<&ColloidParams>, ctx: BuildContext) -> Result<Box<dyn Policy>> {
+pub fn build_with(
+    cfg: &PolicyConfig,
+    colloid: Option<&ColloidParams>,
+    ctx: BuildContext,
+) -> Result<Box<dyn Policy>> {
     use tiermem_core::config::Validate;
     cfg.validate("policy")?;
     if let Some(p) = colloid {
@@ -77,7 +86,11 @@ pub fn build_with(cfg: &PolicyConfig, colloid: Option<&ColloidParams>, ctx: Buil
 }
 
 /// Colloid over a base system's heat model (Colloid §4). `static` has none to layer over.
-fn build_colloid(cfg: &PolicyConfig, p: &ColloidParams, ctx: BuildContext) -> Result<Box<dyn Policy>> {
+fn build_colloid(
+    cfg: &PolicyConfig,
+    p: &ColloidParams,
+    ctx: BuildContext,
+) -> Result<Box<dyn Policy>> {
     if let PolicyConfig::Static(_) = cfg {
         return Err(Error::config("field `colloid`: Colloid needs a base system with a tracker (hemem, tpp or memtis), not \"static\""));
     }
@@ -97,8 +110,21 @@ mod tests {
             assert_eq!(p.name(), *name);
         }
         let tpp = PolicyConfig::default_for("tpp").unwrap();
-        let p = build_with(&tpp, None, BuildContext { page_bytes: Some(4096) }).unwrap();
-        assert!(matches!(p.tracker(), tiermem_core::TrackerSpec::HintFault { scan_pages: 65536, .. }));
+        let p = build_with(
+            &tpp,
+            None,
+            BuildContext {
+                page_bytes: Some(4096),
+            },
+        )
+        .unwrap();
+        assert!(matches!(
+            p.tracker(),
+            tiermem_core::TrackerSpec::HintFault {
+                scan_pages: 65536,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -111,15 +137,23 @@ mod tests {
         }
         let p = build_layered(&PolicyConfig::default_for("tpp").unwrap(), Some(&params)).unwrap();
         match p.tracker() {
-            tiermem_core::TrackerSpec::HintFault { tiers, .. } => assert!(tiers.contains(&tiermem_core::TierId(0)), "TPP+Colloid scans the default tier too"),
+            tiermem_core::TrackerSpec::HintFault { tiers, .. } => assert!(
+                tiers.contains(&tiermem_core::TierId(0)),
+                "TPP+Colloid scans the default tier too"
+            ),
             other => panic!("{other:?}"),
         }
-        assert!(build_layered(&PolicyConfig::default_for("static").unwrap(), Some(&params)).is_err());
+        assert!(
+            build_layered(&PolicyConfig::default_for("static").unwrap(), Some(&params)).is_err()
+        );
     }
 
     #[test]
     fn build_validates() {
-        let cfg = PolicyConfig::Hemem(hemem::HememConfig { quantum_ms: -1.0, ..Default::default() });
+        let cfg = PolicyConfig::Hemem(hemem::HememConfig {
+            quantum_ms: -1.0,
+            ..Default::default()
+        });
         let e = build(&cfg).err().unwrap().to_string();
         assert!(e.contains("policy.quantum_ms"), "{e}");
     }

@@ -36,7 +36,10 @@
 //! tier (`get_memcg_promotion_watermark`, `get_memcg_demotion_watermark`; the kernel also
 //! clamps them to fixed page counts, which we omit to stay page-size agnostic).
 
-use crate::heat::{capacity_pages, free_pages, mib_per_s_to_bytes_per_quantum, ms_to_ns, pages_in, Budget, HeatModel, FAST, SLOW};
+use crate::heat::{
+    capacity_pages, free_pages, mib_per_s_to_bytes_per_quantum, ms_to_ns, pages_in, Budget,
+    HeatModel, FAST, SLOW,
+};
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, invalid, join, Validate};
 use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Result, Snapshot, TierId, TrackerSpec};
@@ -128,14 +131,35 @@ impl Validate for MemtisConfig {
         }
         check_range(&join(p, "quantum_ms"), self.quantum_ms, 0.001, 60_000.0)?;
         if self.cooling_period_samples == 0 {
-            return Err(invalid(&join(p, "cooling_period_samples"), "must be at least 1"));
+            return Err(invalid(
+                &join(p, "cooling_period_samples"),
+                "must be at least 1",
+            ));
         }
         if self.adaptation_period_samples == 0 {
-            return Err(invalid(&join(p, "adaptation_period_samples"), "must be at least 1"));
+            return Err(invalid(
+                &join(p, "adaptation_period_samples"),
+                "must be at least 1",
+            ));
         }
-        check_range(&join(p, "thres_hot"), self.thres_hot as f64, 0.0, (BINS - 1) as f64)?;
-        check_range(&join(p, "promotion_watermark"), self.promotion_watermark, 0.0, 0.5)?;
-        check_range(&join(p, "demotion_watermark"), self.demotion_watermark, 0.0, 0.5)?;
+        check_range(
+            &join(p, "thres_hot"),
+            self.thres_hot as f64,
+            0.0,
+            (BINS - 1) as f64,
+        )?;
+        check_range(
+            &join(p, "promotion_watermark"),
+            self.promotion_watermark,
+            0.0,
+            0.5,
+        )?;
+        check_range(
+            &join(p, "demotion_watermark"),
+            self.demotion_watermark,
+            0.0,
+            0.5,
+        )?;
         if self.demotion_watermark > self.promotion_watermark {
             return Err(invalid(
                 &join(p, "demotion_watermark"),
@@ -145,7 +169,12 @@ impl Validate for MemtisConfig {
                 ),
             ));
         }
-        check_range(&join(p, "migration_limit_mib_per_s"), self.migration_limit_mib_per_s, 0.0, 1e12)
+        check_range(
+            &join(p, "migration_limit_mib_per_s"),
+            self.migration_limit_mib_per_s,
+            0.0,
+            1e12,
+        )
     }
 }
 
@@ -270,7 +299,11 @@ impl Memtis {
             self.active_threshold = idx_hot;
         }
         let need_warm = (nr_active as f64) < max_hot as f64 * 0.75;
-        self.warm_threshold = if self.cfg.warm && need_warm { self.active_threshold.saturating_sub(1) } else { self.active_threshold };
+        self.warm_threshold = if self.cfg.warm && need_warm {
+            self.active_threshold.saturating_sub(1)
+        } else {
+            self.active_threshold
+        };
         self.max_hot_pages = max_hot;
     }
 
@@ -282,15 +315,31 @@ impl Memtis {
     }
 
     /// Pages of a tier matching `keep`, hottest first (ties: page index).
-    fn hottest(&self, snap: &Snapshot<'_>, tier: TierId, keep: impl Fn(PageIdx) -> bool) -> Vec<PageIdx> {
-        let mut v: Vec<(u32, PageIdx)> = pages_in(snap, tier).filter(|&p| keep(p)).map(|p| (self.count(p), p)).collect();
+    fn hottest(
+        &self,
+        snap: &Snapshot<'_>,
+        tier: TierId,
+        keep: impl Fn(PageIdx) -> bool,
+    ) -> Vec<PageIdx> {
+        let mut v: Vec<(u32, PageIdx)> = pages_in(snap, tier)
+            .filter(|&p| keep(p))
+            .map(|p| (self.count(p), p))
+            .collect();
         v.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         v.into_iter().map(|(_, p)| p).collect()
     }
 
     /// Pages of a tier matching `keep`, coldest first (ties: page index).
-    fn coldest(&self, snap: &Snapshot<'_>, tier: TierId, keep: impl Fn(PageIdx) -> bool) -> Vec<PageIdx> {
-        let mut v: Vec<(u32, PageIdx)> = pages_in(snap, tier).filter(|&p| keep(p)).map(|p| (self.count(p), p)).collect();
+    fn coldest(
+        &self,
+        snap: &Snapshot<'_>,
+        tier: TierId,
+        keep: impl Fn(PageIdx) -> bool,
+    ) -> Vec<PageIdx> {
+        let mut v: Vec<(u32, PageIdx)> = pages_in(snap, tier)
+            .filter(|&p| keep(p))
+            .map(|p| (self.count(p), p))
+            .collect();
         v.sort_unstable();
         v.into_iter().map(|(_, p)| p).collect()
     }
@@ -303,9 +352,15 @@ impl Memtis {
         let cap = capacity_pages(snap, FAST);
         let used = cap.saturating_sub(free_pages(snap, FAST));
         let active = self.active_threshold as usize;
-        let waiting = pages_in(snap, SLOW).filter(|&p| self.bin(p) >= active).count() as u64;
+        let waiting = pages_in(snap, SLOW)
+            .filter(|&p| self.bin(p) >= active)
+            .count() as u64;
         let (demo_wm, promo_wm) = (self.demo_wm(snap), self.promo_wm(snap));
-        let fits = if waiting > 0 { used + waiting + promo_wm <= cap } else { used + demo_wm <= cap };
+        let fits = if waiting > 0 {
+            used + waiting + promo_wm <= cap
+        } else {
+            used + demo_wm <= cap
+        };
         if fits {
             return Vec::new();
         }
@@ -366,13 +421,18 @@ impl HeatModel for Memtis {
         "memtis"
     }
     fn tracker(&self) -> TrackerSpec {
-        TrackerSpec::Pebs { sample_period: self.cfg.sample_period }
+        TrackerSpec::Pebs {
+            sample_period: self.cfg.sample_period,
+        }
     }
     fn quantum_ns(&self) -> u64 {
         ms_to_ns(self.cfg.quantum_ms)
     }
     fn migration_limit_bytes(&self) -> Option<u64> {
-        Some(mib_per_s_to_bytes_per_quantum(self.cfg.migration_limit_mib_per_s, HeatModel::quantum_ns(self)))
+        Some(mib_per_s_to_bytes_per_quantum(
+            self.cfg.migration_limit_mib_per_s,
+            HeatModel::quantum_ns(self),
+        ))
     }
     fn ingest(&mut self, snap: &Snapshot<'_>) {
         if self.counts.len() < snap.page_count() {
@@ -462,29 +522,48 @@ mod tests {
     use crate::heat::testutil::{moved_to, World};
 
     fn small(adapt: u64) -> MemtisConfig {
-        MemtisConfig { adaptation_period_samples: adapt, ..MemtisConfig::default() }
+        MemtisConfig {
+            adaptation_period_samples: adapt,
+            ..MemtisConfig::default()
+        }
     }
 
     #[test]
     fn defaults_match_memtis_source() {
         let m = Memtis::new(MemtisConfig::default());
-        assert_eq!(Policy::tracker(&m), TrackerSpec::Pebs { sample_period: 199 });
+        assert_eq!(
+            Policy::tracker(&m),
+            TrackerSpec::Pebs { sample_period: 199 }
+        );
         assert_eq!(Policy::quantum_ns(&m), 500_000_000);
-        assert_eq!(Policy::migration_limit_bytes(&m), Some(1 << 30), "2048 MiB/s for 0.5 s");
+        assert_eq!(
+            Policy::migration_limit_bytes(&m),
+            Some(1 << 30),
+            "2048 MiB/s for 0.5 s"
+        );
         assert_eq!((m.active_threshold, m.warm_threshold), (1, 1));
     }
 
     #[test]
     fn watermarks_must_be_ordered() {
-        let bad = MemtisConfig { demotion_watermark: 0.05, ..MemtisConfig::default() };
+        let bad = MemtisConfig {
+            demotion_watermark: 0.05,
+            ..MemtisConfig::default()
+        };
         let e = bad.validate("policy").unwrap_err().to_string();
-        assert!(e.contains("policy.demotion_watermark") && e.contains("promotion_watermark"), "{e}");
+        assert!(
+            e.contains("policy.demotion_watermark") && e.contains("promotion_watermark"),
+            "{e}"
+        );
         assert!(MemtisConfig::default().validate("policy").is_ok());
     }
 
     #[test]
     fn bins_are_log2() {
-        assert_eq!([0, 1, 2, 3, 4, 7, 8, 1 << 15, u32::MAX].map(bin_of), [0, 0, 1, 1, 2, 2, 3, 15, 15]);
+        assert_eq!(
+            [0, 1, 2, 3, 4, 7, 8, 1 << 15, u32::MAX].map(bin_of),
+            [0, 0, 1, 1, 2, 2, 3, 15, 15]
+        );
     }
 
     /// Pages 0..50 get 64 samples, 50..150 get 8, 150..400 get 1; fast tier 100 pages.
@@ -503,7 +582,10 @@ mod tests {
             }
         }
         for &p in &order {
-            w.events.push(HeatEvent::Sample { page: p, write: false });
+            w.events.push(HeatEvent::Sample {
+                page: p,
+                write: false,
+            });
         }
         (w, order)
     }
@@ -538,10 +620,15 @@ mod tests {
             let mut m = Memtis::new(small(1000));
             for _ in 0..20 {
                 for _ in 0..1000 {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     // Zipf-ish: square a uniform draw.
                     let u = (x >> 33) % 500;
-                    w.events.push(HeatEvent::Sample { page: (u * u / 500) as u32, write: false });
+                    w.events.push(HeatEvent::Sample {
+                        page: (u * u / 500) as u32,
+                        write: false,
+                    });
                 }
                 let plan = m.decide(&w.snap());
                 w.apply(&plan);
@@ -557,25 +644,45 @@ mod tests {
     #[test]
     fn cooling_halves_counts_and_lowers_threshold() {
         let mut w = World::new(10, 0, 100, 100);
-        let mut m = Memtis::new(MemtisConfig { adaptation_period_samples: 64, cooling_period_samples: 1_000_000, ..MemtisConfig::default() });
+        let mut m = Memtis::new(MemtisConfig {
+            adaptation_period_samples: 64,
+            cooling_period_samples: 1_000_000,
+            ..MemtisConfig::default()
+        });
         for _ in 0..64 {
-            w.events.push(HeatEvent::Sample { page: 0, write: false });
+            w.events.push(HeatEvent::Sample {
+                page: 0,
+                write: false,
+            });
         }
         m.decide(&w.snap());
         assert_eq!(m.count(0), 64);
-        assert_eq!(m.active_threshold, 1, "everything fits: the threshold stays at thres_hot");
+        assert_eq!(
+            m.active_threshold, 1,
+            "everything fits: the threshold stays at thres_hot"
+        );
         // Force a cooling after 64 samples; the next adaptation (sample 96) applies it.
-        let mut m = Memtis::new(MemtisConfig { adaptation_period_samples: 96, cooling_period_samples: 64, ..MemtisConfig::default() });
+        let mut m = Memtis::new(MemtisConfig {
+            adaptation_period_samples: 96,
+            cooling_period_samples: 64,
+            ..MemtisConfig::default()
+        });
         m.active_threshold = 5;
         m.decide(&w.snap());
         assert_eq!(m.coolings, 1);
         assert_eq!(m.count(0), 32);
         assert_eq!(m.histogram()[5], 1);
-        assert_eq!(m.active_threshold, 5, "the threshold waits for the next adaptation");
+        assert_eq!(
+            m.active_threshold, 5,
+            "the threshold waits for the next adaptation"
+        );
         w.events.truncate(32);
         m.decide(&w.snap());
         assert_eq!(m.count(0), 64);
-        assert_eq!(m.active_threshold, 4, "after a cooling the threshold steps down by one");
+        assert_eq!(
+            m.active_threshold, 4,
+            "after a cooling the threshold steps down by one"
+        );
     }
 
     #[test]
@@ -586,13 +693,23 @@ mod tests {
         let mut m = Memtis::new(small(1_000_000));
         m.warm_threshold = 1;
         for _ in 0..4 {
-            w.events.push(HeatEvent::Sample { page: 0, write: false });
-            w.events.push(HeatEvent::Sample { page: 20, write: false });
+            w.events.push(HeatEvent::Sample {
+                page: 0,
+                write: false,
+            });
+            w.events.push(HeatEvent::Sample {
+                page: 20,
+                write: false,
+            });
         }
         let plan = m.decide(&w.snap());
         // used 10 + waiting 1 + promotion watermark 1 exceeds 10 by 2: the two coldest pages
         // leave (not the hot page 0), then page 20 fills the room above the watermark.
-        let moves: Vec<(u32, TierId)> = plan.moves.iter().map(|mv| (mv.range.start, mv.to)).collect();
+        let moves: Vec<(u32, TierId)> = plan
+            .moves
+            .iter()
+            .map(|mv| (mv.range.start, mv.to))
+            .collect();
         assert_eq!(moves, vec![(1, SLOW), (20, FAST), (2, SLOW)]);
         w.apply(&plan);
         // Nothing waits and the tier is above its demotion watermark: the remaining cold
@@ -614,7 +731,10 @@ mod tests {
         let mut w = World::new(300, 50, 100, 300);
         for p in 100..160u32 {
             for _ in 0..4 {
-                w.events.push(HeatEvent::Sample { page: p, write: false });
+                w.events.push(HeatEvent::Sample {
+                    page: p,
+                    write: false,
+                });
             }
         }
         let mut m = Memtis::new(small(1_000_000));
@@ -622,9 +742,15 @@ mod tests {
         m.ingest(&w.snap());
         let plan = m.capacity_moves(&w.snap());
         assert_eq!(moved_to(&plan, SLOW), (0..13).collect::<Vec<_>>());
-        assert!(moved_to(&plan, FAST).is_empty(), "capacity moves never promote");
+        assert!(
+            moved_to(&plan, FAST).is_empty(),
+            "capacity moves never promote"
+        );
         // Within the migration limit (40 MiB/s · 0.5 s = 10 pages of 2 MiB).
-        let mut m = Memtis::new(MemtisConfig { migration_limit_mib_per_s: 40.0, ..small(1_000_000) });
+        let mut m = Memtis::new(MemtisConfig {
+            migration_limit_mib_per_s: 40.0,
+            ..small(1_000_000)
+        });
         m.warm_threshold = 1;
         m.ingest(&w.snap());
         assert_eq!(m.capacity_moves(&w.snap()).pages(), 10);
@@ -637,11 +763,17 @@ mod tests {
         let mut w = World::new(20, 10, 10, 20);
         for p in 0..10u32 {
             for _ in 0..2 {
-                w.events.push(HeatEvent::Sample { page: p, write: false });
+                w.events.push(HeatEvent::Sample {
+                    page: p,
+                    write: false,
+                });
             }
         }
         for _ in 0..4 {
-            w.events.push(HeatEvent::Sample { page: 15, write: false });
+            w.events.push(HeatEvent::Sample {
+                page: 15,
+                write: false,
+            });
         }
         let mut m = Memtis::new(small(1_000_000));
         m.active_threshold = 2;
@@ -651,17 +783,27 @@ mod tests {
         assert_eq!(m.warm_threshold, 2);
         w.events.clear();
         let plan = m.decide(&w.snap());
-        assert_eq!(moved_to(&plan, SLOW).len(), 2, "warm pages are now demotable");
+        assert_eq!(
+            moved_to(&plan, SLOW).len(),
+            2,
+            "warm pages are now demotable"
+        );
     }
 
     #[test]
     fn respects_migration_limit() {
         let mut w = World::new(100, 0, 100, 100);
         // 8 MiB/s · 0.5 s = 4 MiB = 2 pages of 2 MiB.
-        let mut m = Memtis::new(MemtisConfig { migration_limit_mib_per_s: 8.0, ..small(1_000_000) });
+        let mut m = Memtis::new(MemtisConfig {
+            migration_limit_mib_per_s: 8.0,
+            ..small(1_000_000)
+        });
         for p in 0..10 {
             for _ in 0..2 {
-                w.events.push(HeatEvent::Sample { page: p, write: false });
+                w.events.push(HeatEvent::Sample {
+                    page: p,
+                    write: false,
+                });
             }
         }
         let plan = m.decide(&w.snap());
@@ -677,9 +819,14 @@ mod tests {
             let mut out = Vec::new();
             for _ in 0..30 {
                 for _ in 0..300 {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     let u = (x >> 33) % 200;
-                    w.events.push(HeatEvent::Sample { page: (u * u / 200) as u32, write: false });
+                    w.events.push(HeatEvent::Sample {
+                        page: (u * u / 200) as u32,
+                        write: false,
+                    });
                 }
                 let plan = m.decide(&w.snap());
                 w.apply(&plan);

@@ -21,7 +21,9 @@ fn d_quantum_ms() -> f64 {
 
 impl Default for StaticConfig {
     fn default() -> Self {
-        StaticConfig { quantum_ms: d_quantum_ms() }
+        StaticConfig {
+            quantum_ms: d_quantum_ms(),
+        }
     }
 }
 

@@ -175,17 +175,40 @@ impl Validate for TppConfig {
         if self.scan_size_mb == 0 {
             return Err(invalid(&join(p, "scan_size_mb"), "must be at least 1"));
         }
-        check_range(&join(p, "scan_period_min_ms"), self.scan_period_min_ms, 1.0, 3_600_000.0)?;
+        check_range(
+            &join(p, "scan_period_min_ms"),
+            self.scan_period_min_ms,
+            1.0,
+            3_600_000.0,
+        )?;
         if let Some(i) = self.scan_interval_ms {
             check_range(&join(p, "scan_interval_ms"), i, 0.001, 3_600_000.0)?;
         }
-        check_range(&join(p, "hot_threshold_ms"), self.hot_threshold_ms, 0.001, 3_600_000.0)?;
-        check_range(&join(p, "promote_rate_limit_mib_per_s"), self.promote_rate_limit_mib_per_s, 0.0, 1e9)?;
+        check_range(
+            &join(p, "hot_threshold_ms"),
+            self.hot_threshold_ms,
+            0.001,
+            3_600_000.0,
+        )?;
+        check_range(
+            &join(p, "promote_rate_limit_mib_per_s"),
+            self.promote_rate_limit_mib_per_s,
+            0.0,
+            1e9,
+        )?;
         // The kernel bounds watermark_scale_factor to [1, 3000].
-        check_range(&join(p, "watermark_scale_factor"), self.watermark_scale_factor as f64, 1.0, 3000.0)?;
+        check_range(
+            &join(p, "watermark_scale_factor"),
+            self.watermark_scale_factor as f64,
+            1.0,
+            3000.0,
+        )?;
         if let Some(b) = self.scan_page_bytes {
             if b == 0 || !b.is_power_of_two() {
-                return Err(invalid(&join(p, "scan_page_bytes"), format!("{b} is not a power of two")));
+                return Err(invalid(
+                    &join(p, "scan_page_bytes"),
+                    format!("{b} is not a power of two"),
+                ));
             }
         }
         Ok(())
@@ -202,13 +225,24 @@ pub struct Watermarks {
 }
 
 impl Watermarks {
-    pub fn for_tier(capacity_bytes: u64, page_bytes: u64, scale_factor: u32, min_free_kbytes: Option<u64>) -> Self {
+    pub fn for_tier(
+        capacity_bytes: u64,
+        page_bytes: u64,
+        scale_factor: u32,
+        min_free_kbytes: Option<u64>,
+    ) -> Self {
         let kb = capacity_bytes / 1024;
-        let min_kb = min_free_kbytes.unwrap_or_else(|| (((kb as f64) * 16.0).sqrt() as u64).clamp(128, 262_144));
+        let min_kb = min_free_kbytes
+            .unwrap_or_else(|| (((kb as f64) * 16.0).sqrt() as u64).clamp(128, 262_144));
         let min_b = min_kb * 1024;
         let gap_b = (min_b / 4).max(capacity_bytes / 10_000 * scale_factor as u64);
         let pages = |b: u64| b.div_ceil(page_bytes.max(1));
-        Watermarks { min: pages(min_b), low: pages(min_b + gap_b), high: pages(min_b + 2 * gap_b), promo: pages(min_b + 3 * gap_b) }
+        Watermarks {
+            min: pages(min_b),
+            low: pages(min_b + gap_b),
+            high: pages(min_b + 2 * gap_b),
+            promo: pages(min_b + 3 * gap_b),
+        }
     }
 }
 
@@ -267,7 +301,9 @@ impl Tpp {
 
     /// `task_scan_min()` for a task larger than `MAX_SCAN_WINDOW` (2560 MB).
     pub fn scan_interval_ms(&self) -> f64 {
-        self.cfg.scan_interval_ms.unwrap_or(1000.0 * self.cfg.scan_size_mb as f64 / 2560.0)
+        self.cfg
+            .scan_interval_ms
+            .unwrap_or(1000.0 * self.cfg.scan_size_mb as f64 / 2560.0)
     }
 
     fn rate_limit_bytes(&self) -> u64 {
@@ -333,7 +369,13 @@ impl Tpp {
 
     /// kswapd: demote the least recently seen default-tier pages until `free` reaches the
     /// promotion watermark.
-    fn kswapd(&mut self, snap: &Snapshot<'_>, free: &mut u64, exclude: &[PageIdx], plan: &mut Plan) {
+    fn kswapd(
+        &mut self,
+        snap: &Snapshot<'_>,
+        free: &mut u64,
+        exclude: &[PageIdx],
+        plan: &mut Plan,
+    ) {
         let target = self.watermarks(snap).promo;
         if *free >= target {
             return;
@@ -361,13 +403,23 @@ impl HeatModel for Tpp {
     fn tracker(&self) -> TrackerSpec {
         let scan_pages = (self.cfg.scan_size_mb * MIB / self.scan_page_bytes()).max(1);
         // Tiering mode skips top-tier pages; with `lru = "fault-rate"` we mark them as well.
-        let first = if self.cfg.lru == TppLru::FaultRate { 0 } else { 1 };
-        let faults =
-            TrackerSpec::HintFault { scan_period_ns: ms_to_ns(self.scan_interval_ms()), scan_pages, tiers: (first..8).map(TierId).collect() };
+        let first = if self.cfg.lru == TppLru::FaultRate {
+            0
+        } else {
+            1
+        };
+        let faults = TrackerSpec::HintFault {
+            scan_period_ns: ms_to_ns(self.scan_interval_ms()),
+            scan_pages,
+            tiers: (first..8).map(TierId).collect(),
+        };
         match self.cfg.lru {
-            TppLru::AccessBit => {
-                TrackerSpec::Combined(vec![faults, TrackerSpec::AccessBit { scan_period_ns: ms_to_ns(self.cfg.lru_scan_ms) }])
-            }
+            TppLru::AccessBit => TrackerSpec::Combined(vec![
+                faults,
+                TrackerSpec::AccessBit {
+                    scan_period_ns: ms_to_ns(self.cfg.lru_scan_ms),
+                },
+            ]),
             _ => faults,
         }
     }
@@ -388,13 +440,19 @@ impl HeatModel for Tpp {
         let two_tiers = snap.tiers.len() >= 2;
         let (free0, enough) = if two_tiers {
             let gib_pages = (1u64 << 30).div_ceil(snap.page_bytes.max(1));
-            (free_pages(snap, FAST), self.watermarks(snap).promo + gib_pages.max(capacity_pages(snap, FAST) / 16))
+            (
+                free_pages(snap, FAST),
+                self.watermarks(snap).promo + gib_pages.max(capacity_pages(snap, FAST) / 16),
+            )
         } else {
             (0, u64::MAX)
         };
         for e in snap.events {
             match *e {
-                HeatEvent::HintFault { page, time_to_fault_ns } => {
+                HeatEvent::HintFault {
+                    page,
+                    time_to_fault_ns,
+                } => {
                     let i = page as usize;
                     if i >= self.last_seen_ns.len() {
                         continue;
@@ -422,7 +480,9 @@ impl HeatModel for Tpp {
                     }
                     self.pending.push(page);
                 }
-                HeatEvent::Sample { page, .. } | HeatEvent::Accessed { page } | HeatEvent::TierFault { page } => {
+                HeatEvent::Sample { page, .. }
+                | HeatEvent::Accessed { page }
+                | HeatEvent::TierFault { page } => {
                     if (page as usize) < self.last_seen_ns.len() {
                         self.touch(page as usize, now);
                     }
@@ -450,7 +510,11 @@ impl HeatModel for Tpp {
         let key = |p: PageIdx| {
             let i = p as usize;
             // Rates are finite and ≥ 0, so their bit patterns order like the values.
-            let rate = if by_rate { self.rate.get(i).copied().unwrap_or(0.0).to_bits() } else { 0 };
+            let rate = if by_rate {
+                self.rate.get(i).copied().unwrap_or(0.0).to_bits()
+            } else {
+                0
+            };
             (rate, self.last_seen_ns.get(i).copied().unwrap_or(NEVER), p)
         };
         let mut v: Vec<(u32, u64, PageIdx)> = pages_in(snap, tier).map(key).collect();
@@ -537,35 +601,67 @@ mod tests {
     use crate::heat::testutil::{moved_to, World, PAGE};
 
     fn fault(w: &mut World, page: u32, ms: f64) {
-        w.events.push(HeatEvent::HintFault { page, time_to_fault_ns: ms * 1e6 });
+        w.events.push(HeatEvent::HintFault {
+            page,
+            time_to_fault_ns: ms * 1e6,
+        });
     }
 
     #[test]
     fn defaults_match_the_kernel() {
         let t = Tpp::new(TppConfig::default());
         match Policy::tracker(&t) {
-            TrackerSpec::HintFault { scan_period_ns, scan_pages, tiers } => {
+            TrackerSpec::HintFault {
+                scan_period_ns,
+                scan_pages,
+                tiers,
+            } => {
                 assert_eq!(scan_period_ns, 100_000_000, "task_scan_min() floor");
                 assert_eq!(scan_pages, 128, "256 MiB of 2 MiB pages");
                 assert!(tiers.contains(&FAST) && tiers.contains(&SLOW));
             }
             other => panic!("{other:?}"),
         }
-        let strict = Tpp::new(TppConfig { lru: TppLru::Recency, ..TppConfig::default() });
+        let strict = Tpp::new(TppConfig {
+            lru: TppLru::Recency,
+            ..TppConfig::default()
+        });
         match Policy::tracker(&strict) {
-            TrackerSpec::HintFault { tiers, .. } => assert!(!tiers.contains(&FAST), "tiering mode does not mark the top tier"),
+            TrackerSpec::HintFault { tiers, .. } => assert!(
+                !tiers.contains(&FAST),
+                "tiering mode does not mark the top tier"
+            ),
             other => panic!("{other:?}"),
         }
-        let ab = Tpp::new(TppConfig { lru: TppLru::AccessBit, ..TppConfig::default() });
+        let ab = Tpp::new(TppConfig {
+            lru: TppLru::AccessBit,
+            ..TppConfig::default()
+        });
         match Policy::tracker(&ab) {
             TrackerSpec::Combined(ts) => {
-                assert!(matches!(&ts[0], TrackerSpec::HintFault { tiers, .. } if !tiers.contains(&FAST)));
-                assert_eq!(ts[1], TrackerSpec::AccessBit { scan_period_ns: 1_000_000_000 });
+                assert!(
+                    matches!(&ts[0], TrackerSpec::HintFault { tiers, .. } if !tiers.contains(&FAST))
+                );
+                assert_eq!(
+                    ts[1],
+                    TrackerSpec::AccessBit {
+                        scan_period_ns: 1_000_000_000
+                    }
+                );
             }
             other => panic!("{other:?}"),
         }
-        let t4k = Tpp::new(TppConfig { scan_page_bytes: Some(4096), ..TppConfig::default() });
-        assert!(matches!(Policy::tracker(&t4k), TrackerSpec::HintFault { scan_pages: 65536, .. }));
+        let t4k = Tpp::new(TppConfig {
+            scan_page_bytes: Some(4096),
+            ..TppConfig::default()
+        });
+        assert!(matches!(
+            Policy::tracker(&t4k),
+            TrackerSpec::HintFault {
+                scan_pages: 65536,
+                ..
+            }
+        ));
         assert_eq!(t.threshold_ns, 1e9);
         assert_eq!(Policy::quantum_ns(&t), 10_000_000);
     }
@@ -612,10 +708,22 @@ mod tests {
     fn demotes_least_recently_seen_under_watermark_pressure() {
         // Fast tier: 100 pages, all used (free 0 < low). Pages 0..100 in fast; 100.. in slow.
         let mut w = World::new(200, 100, 100, 200);
-        let mut t = Tpp::new(TppConfig { min_free_kbytes: Some(2 * 1024 * 2), watermark_scale_factor: 200, ..TppConfig::default() });
+        let mut t = Tpp::new(TppConfig {
+            min_free_kbytes: Some(2 * 1024 * 2),
+            watermark_scale_factor: 200,
+            ..TppConfig::default()
+        });
         let wm = t.watermarks(&w.snap());
         // 100 pages · 2 MiB: min = 4 MiB = 2 pages, gap = 2 % = 4 MiB = 2 pages.
-        assert_eq!(wm, Watermarks { min: 2, low: 4, high: 6, promo: 8 });
+        assert_eq!(
+            wm,
+            Watermarks {
+                min: 2,
+                low: 4,
+                high: 6,
+                promo: 8
+            }
+        );
         // Pages 0..5 were seen recently (as if promoted earlier); the rest never.
         for p in 0..5u32 {
             w.events.push(HeatEvent::Accessed { page: p });
@@ -638,7 +746,11 @@ mod tests {
         // Full 100-page default tier. Pages 0..10 faulted fast (hot), 10..20 slowly (cold);
         // the others were never seen (rate 0) and go first.
         let mut w = World::new(200, 100, 100, 200);
-        let mut t = Tpp::new(TppConfig { min_free_kbytes: Some(4096), watermark_scale_factor: 200, ..TppConfig::default() });
+        let mut t = Tpp::new(TppConfig {
+            min_free_kbytes: Some(4096),
+            watermark_scale_factor: 200,
+            ..TppConfig::default()
+        });
         for p in 0..10 {
             fault(&mut w, p, 0.01);
         }
@@ -653,13 +765,21 @@ mod tests {
         // Faults on default-tier pages never promote (or move anything by themselves).
         let plan = t.decide(&w.snap());
         assert!(moved_to(&plan, FAST).is_empty());
-        assert!(moved_to(&plan, SLOW).iter().all(|&p| p >= 20), "hot pages are not demoted: {plan:?}");
+        assert!(
+            moved_to(&plan, SLOW).iter().all(|&p| p >= 20),
+            "hot pages are not demoted: {plan:?}"
+        );
     }
 
     #[test]
     fn access_bit_lru_demotes_least_recently_accessed() {
         let mut w = World::new(200, 100, 100, 200);
-        let mut t = Tpp::new(TppConfig { lru: TppLru::AccessBit, min_free_kbytes: Some(4096), watermark_scale_factor: 200, ..TppConfig::default() });
+        let mut t = Tpp::new(TppConfig {
+            lru: TppLru::AccessBit,
+            min_free_kbytes: Some(4096),
+            watermark_scale_factor: 200,
+            ..TppConfig::default()
+        });
         // Every default-tier page but 40..50 was seen accessed at t = 0; 40..50 never.
         for p in (0..100u32).filter(|p| !(40..50).contains(p)) {
             w.events.push(HeatEvent::Accessed { page: p });
@@ -677,16 +797,31 @@ mod tests {
     fn failed_promotion_wakes_kswapd() {
         // Free = 5: above low (4), not above high (6): promotions fail, kswapd wakes.
         let mut w = World::new(200, 95, 100, 200);
-        let mut t = Tpp::new(TppConfig { min_free_kbytes: Some(4096), watermark_scale_factor: 200, ..TppConfig::default() });
+        let mut t = Tpp::new(TppConfig {
+            min_free_kbytes: Some(4096),
+            watermark_scale_factor: 200,
+            ..TppConfig::default()
+        });
         fault(&mut w, 150, 10.0);
         let plan = t.decide(&w.snap());
-        assert!(moved_to(&plan, FAST).is_empty(), "no room above the high watermark");
-        assert_eq!(moved_to(&plan, SLOW).len(), 3, "kswapd reclaims up to promo (8) from 5");
+        assert!(
+            moved_to(&plan, FAST).is_empty(),
+            "no room above the high watermark"
+        );
+        assert_eq!(
+            moved_to(&plan, SLOW).len(),
+            3,
+            "kswapd reclaims up to promo (8) from 5"
+        );
         assert_eq!(t.promotions_failed_room, 1);
         w.apply(&plan);
         fault(&mut w, 150, 10.0);
         let plan = t.decide(&w.snap());
-        assert_eq!(moved_to(&plan, FAST), vec![150], "the next fault finds room");
+        assert_eq!(
+            moved_to(&plan, FAST),
+            vec![150],
+            "the next fault finds room"
+        );
     }
 
     #[test]
@@ -694,7 +829,11 @@ mod tests {
         // 100 free pages: below "enough" (512), so the rate limit applies.
         let mut w = World::new(2000, 1400, 1500, 2000);
         // 10 pages of 2 MiB per second.
-        let mut t = Tpp::new(TppConfig { promote_rate_limit_mib_per_s: 20.0, adjust_threshold: false, ..TppConfig::default() });
+        let mut t = Tpp::new(TppConfig {
+            promote_rate_limit_mib_per_s: 20.0,
+            adjust_threshold: false,
+            ..TppConfig::default()
+        });
         for p in 1500..1530 {
             fault(&mut w, p, 1.0);
         }
@@ -717,7 +856,10 @@ mod tests {
         let mut w = World::new(12_000, 9_800, 10_000, 12_000);
         // Limit: 100 MiB/s = 50 pages/s. Offer 200 candidates per period → the threshold
         // falls one step (2·1 s/16) per period after the first.
-        let mut t = Tpp::new(TppConfig { promote_rate_limit_mib_per_s: 100.0, ..TppConfig::default() });
+        let mut t = Tpp::new(TppConfig {
+            promote_rate_limit_mib_per_s: 100.0,
+            ..TppConfig::default()
+        });
         let mut page = 10_000u32;
         let mut ths = vec![t.threshold_ns];
         for k in 1..=4u64 {
@@ -747,7 +889,10 @@ mod tests {
         }
         assert_eq!(t2.threshold_ns, 2e9);
         // And it never falls below one step.
-        let mut t3 = Tpp::new(TppConfig { promote_rate_limit_mib_per_s: 2.0, ..TppConfig::default() });
+        let mut t3 = Tpp::new(TppConfig {
+            promote_rate_limit_mib_per_s: 2.0,
+            ..TppConfig::default()
+        });
         let mut w3 = World::new(103_000, 99_000, 100_000, 103_000);
         let mut page = 99_500u32;
         for k in 1..=30u64 {
@@ -767,12 +912,18 @@ mod tests {
     fn deterministic() {
         fn run() -> Vec<Plan> {
             let mut w = World::new(300, 100, 120, 300);
-            let mut t = Tpp::new(TppConfig { min_free_kbytes: Some(4096), watermark_scale_factor: 100, ..TppConfig::default() });
+            let mut t = Tpp::new(TppConfig {
+                min_free_kbytes: Some(4096),
+                watermark_scale_factor: 100,
+                ..TppConfig::default()
+            });
             let mut x: u64 = 7;
             let mut plans = Vec::new();
             for _ in 0..100 {
                 for _ in 0..5 {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     let page = ((x >> 33) % 300) as u32;
                     if w.placement[page as usize] != FAST {
                         fault(&mut w, page, ((x >> 10) % 2000) as f64);
@@ -786,6 +937,9 @@ mod tests {
         }
         let a = run();
         assert_eq!(a, run());
-        assert!(a.iter().any(|p| !moved_to(p, SLOW).is_empty()) && a.iter().any(|p| !moved_to(p, FAST).is_empty()));
+        assert!(
+            a.iter().any(|p| !moved_to(p, SLOW).is_empty())
+                && a.iter().any(|p| !moved_to(p, FAST).is_empty())
+        );
     }
 }

@@ -5,7 +5,9 @@
 //! (nearly) the whole hot set in the default tier when it fits, and must fill the default
 //! tier with hot pages when it does not.
 
-use tiermem_core::{HeatEvent, Plan, Policy, Snapshot, TierId, TierKind, TierSpec, TierTelemetry, TrackerSpec};
+use tiermem_core::{
+    HeatEvent, Plan, Policy, Snapshot, TierId, TierKind, TierSpec, TierTelemetry, TrackerSpec,
+};
 use tiermem_policies::{build_with, BuildContext, PolicyConfig};
 
 const PAGE: u64 = 2 << 20;
@@ -39,7 +41,15 @@ impl Machine {
             specs: vec![spec("fast", fast_cap), spec("slow", pages as u64)],
             tiers: vec![TierTelemetry::default(), TierTelemetry::default()],
             // First touch: the low pages fill the default tier.
-            placement: (0..pages).map(|i| if (i as u64) < fast_cap { TierId(0) } else { TierId(1) }).collect(),
+            placement: (0..pages)
+                .map(|i| {
+                    if (i as u64) < fast_cap {
+                        TierId(0)
+                    } else {
+                        TierId(1)
+                    }
+                })
+                .collect(),
             hot: vec![false; pages],
             rng: 0x9E3779B97F4A7C15,
             now_ns: 0,
@@ -84,7 +94,12 @@ impl Machine {
         let dt = quantum_ns / accesses as u64;
         for k in 0..accesses {
             let t = self.now_ns + k as u64 * dt;
-            if let TrackerSpec::HintFault { scan_period_ns, scan_pages, tiers } = tracker {
+            if let TrackerSpec::HintFault {
+                scan_period_ns,
+                scan_pages,
+                tiers,
+            } = tracker
+            {
                 while t >= self.next_scan_ns {
                     let mut marked = 0;
                     let mut visited = 0;
@@ -101,19 +116,29 @@ impl Machine {
                 }
             }
             let r = self.rand();
-            let page = if r % 10 < 9 { hot[(r >> 8) as usize % hot.len()] } else { (r >> 8) as usize % n };
+            let page = if r % 10 < 9 {
+                hot[(r >> 8) as usize % hot.len()]
+            } else {
+                (r >> 8) as usize % n
+            };
             let write = (r >> 40) & 1 == 1;
             match tracker {
                 TrackerSpec::Pebs { sample_period } => {
                     self.pebs_counter += 1;
                     #[allow(unknown_lints, clippy::manual_is_multiple_of)]
                     if self.pebs_counter % sample_period == 0 {
-                        events.push(HeatEvent::Sample { page: page as u32, write });
+                        events.push(HeatEvent::Sample {
+                            page: page as u32,
+                            write,
+                        });
                     }
                 }
                 TrackerSpec::HintFault { .. } => {
                     if let Some(m) = self.marked_at[page].take() {
-                        events.push(HeatEvent::HintFault { page: page as u32, time_to_fault_ns: t.saturating_sub(m) as f64 });
+                        events.push(HeatEvent::HintFault {
+                            page: page as u32,
+                            time_to_fault_ns: t.saturating_sub(m) as f64,
+                        });
                     }
                 }
                 _ => {}
@@ -150,7 +175,9 @@ impl Machine {
     }
 
     fn hot_in_fast(&self) -> usize {
-        (0..self.hot.len()).filter(|&i| self.hot[i] && self.placement[i] == TierId(0)).count()
+        (0..self.hot.len())
+            .filter(|&i| self.hot[i] && self.placement[i] == TierId(0))
+            .count()
     }
 }
 
@@ -180,7 +207,14 @@ fn system(text: &str) -> Box<dyn Policy> {
         policy: PolicyConfig,
     }
     let d: Doc = tiermem_core::config::from_toml_str(text, "test.toml").unwrap();
-    build_with(&d.policy, None, BuildContext { page_bytes: Some(PAGE) }).unwrap()
+    build_with(
+        &d.policy,
+        None,
+        BuildContext {
+            page_bytes: Some(PAGE),
+        },
+    )
+    .unwrap()
 }
 
 #[test]
@@ -191,8 +225,15 @@ fn hemem_moves_the_hot_set_into_the_default_tier() {
     let before = m.hot_in_fast();
     let mut p = system("[policy]\npolicy = \"hemem\"\nsample_period = 50\n");
     converge(p.as_mut(), &mut m, 200, 20_000);
-    assert!(before < 150, "the test must start far from the goal: {before}");
-    assert!(m.hot_in_fast() >= 395, "hot pages in the default tier: {}", m.hot_in_fast());
+    assert!(
+        before < 150,
+        "the test must start far from the goal: {before}"
+    );
+    assert!(
+        m.hot_in_fast() >= 395,
+        "hot pages in the default tier: {}",
+        m.hot_in_fast()
+    );
 }
 
 #[test]
@@ -200,7 +241,11 @@ fn hemem_fills_a_small_default_tier_with_hot_pages_only() {
     let mut m = Machine::new(2000, 400, 200);
     let mut p = system("[policy]\npolicy = \"hemem\"\nsample_period = 50\n");
     converge(p.as_mut(), &mut m, 200, 20_000);
-    assert!(m.hot_in_fast() >= 190, "hot pages in the 200-page default tier: {}", m.hot_in_fast());
+    assert!(
+        m.hot_in_fast() >= 190,
+        "hot pages in the 200-page default tier: {}",
+        m.hot_in_fast()
+    );
 }
 
 #[test]
@@ -211,19 +256,31 @@ fn memtis_moves_the_hot_set_and_demotes_cold_pages() {
         "[policy]\npolicy = \"memtis\"\nsample_period = 50\nquantum_ms = 100\nadaptation_period_samples = 2000\ncooling_period_samples = 40000\n",
     );
     converge(p.as_mut(), &mut m, 100, 100_000);
-    assert!(m.hot_in_fast() >= 470, "hot pages in the default tier: {}", m.hot_in_fast());
+    assert!(
+        m.hot_in_fast() >= 470,
+        "hot pages in the default tier: {}",
+        m.hot_in_fast()
+    );
     // Cold pages made room for the hot set (the first-touch default tier held 600 pages,
     // 144 of them hot), and the tier keeps its promotion watermark free.
     let fast_pages = m.placement.iter().filter(|t| **t == TierId(0)).count();
-    assert!(fast_pages <= 582, "{fast_pages} pages in the 600-page default tier");
+    assert!(
+        fast_pages <= 582,
+        "{fast_pages} pages in the 600-page default tier"
+    );
     // Steady state: the dynamic threshold sits in the cold pages' count tail (the lowest
     // bin that fits), so cold pages crossing it by sampling noise still move — but no truly
     // hot page ever leaves the default tier.
     for _ in 0..20 {
         let before = m.placement.clone();
         converge(p.as_mut(), &mut m, 1, 100_000);
-        let moved: Vec<usize> = (0..before.len()).filter(|&i| m.placement[i] != before[i]).collect();
-        assert!(moved.iter().all(|&i| !m.hot[i]), "a hot page moved at steady state");
+        let moved: Vec<usize> = (0..before.len())
+            .filter(|&i| m.placement[i] != before[i])
+            .collect();
+        assert!(
+            moved.iter().all(|&i| !m.hot[i]),
+            "a hot page moved at steady state"
+        );
     }
     assert!(m.hot_in_fast() >= 470);
 }
@@ -236,13 +293,20 @@ fn tpp_moves_the_hot_set_into_the_default_tier() {
     assert!(m.hot_in_fast() < 150);
     let mut p = system("[policy]\npolicy = \"tpp\"\nscan_size_mb = 80\nmin_free_kbytes = 8192\n");
     converge(p.as_mut(), &mut m, 6000, 2_000);
-    assert!(m.hot_in_fast() >= 380, "hot pages in the default tier: {}", m.hot_in_fast());
+    assert!(
+        m.hot_in_fast() >= 380,
+        "hot pages in the default tier: {}",
+        m.hot_in_fast()
+    );
     // The strict upstream tracker (alternate tier only) has no signal to order kswapd's
     // victims but recency; report what it reaches.
     let mut m = Machine::new(2000, 400, 600);
     let mut p = system("[policy]\npolicy = \"tpp\"\nscan_size_mb = 80\nmin_free_kbytes = 8192\nlru = \"recency\"\n");
     converge(p.as_mut(), &mut m, 6000, 2_000);
-    eprintln!("tpp strict upstream tracker: {} of 400 hot pages in the default tier", m.hot_in_fast());
+    eprintln!(
+        "tpp strict upstream tracker: {} of 400 hot pages in the default tier",
+        m.hot_in_fast()
+    );
 }
 
 #[test]
@@ -290,20 +354,34 @@ fn plan_invariants_on_random_snapshots() {
                 let plan = p.decide(&snap);
                 let mut seen = std::collections::BTreeSet::new();
                 for mv in &plan.moves {
-                    assert!(mv.to == TierId(0) || mv.to == TierId(1), "{text}: move to {:?}", mv.to);
+                    assert!(
+                        mv.to == TierId(0) || mv.to == TierId(1),
+                        "{text}: move to {:?}",
+                        mv.to
+                    );
                     for page in mv.range.pages() {
                         assert!((page as usize) < m.placement.len());
                         assert!(seen.insert(page), "{text}: page {page} twice in one plan");
-                        assert_ne!(m.placement[page as usize], mv.to, "{text}: page {page} already there");
+                        assert_ne!(
+                            m.placement[page as usize], mv.to,
+                            "{text}: page {page} already there"
+                        );
                     }
                 }
                 if let Some(limit) = p.migration_limit_bytes() {
-                    assert!(plan.pages() * PAGE <= limit, "{text}: {} pages over the limit", plan.pages());
+                    assert!(
+                        plan.pages() * PAGE <= limit,
+                        "{text}: {} pages over the limit",
+                        plan.pages()
+                    );
                 }
                 m.apply(&plan, p.migration_limit_bytes());
                 plans.push(plan);
             }
-            assert!(plans.iter().any(|pl| !pl.moves.is_empty()), "{text}: nothing ever moved");
+            assert!(
+                plans.iter().any(|pl| !pl.moves.is_empty()),
+                "{text}: nothing ever moved"
+            );
             plans
         };
         assert_eq!(run(), run(), "{text}: not deterministic");
@@ -316,7 +394,14 @@ fn plan_invariants_on_random_snapshots() {
 fn odd_machines_are_handled() {
     for name in PolicyConfig::NAMES {
         let cfg = PolicyConfig::default_for(name).unwrap();
-        let mut p = build_with(&cfg, None, BuildContext { page_bytes: Some(PAGE) }).unwrap();
+        let mut p = build_with(
+            &cfg,
+            None,
+            BuildContext {
+                page_bytes: Some(PAGE),
+            },
+        )
+        .unwrap();
         let spec = TierSpec {
             name: "only".into(),
             kind: TierKind::Dram,
@@ -325,18 +410,37 @@ fn odd_machines_are_handled() {
             peak_bandwidth_bytes_per_s: 1e11,
             cost_per_gb: 1.0,
         };
-        let tiers = vec![TierTelemetry { used_bytes: 10 * PAGE, capacity_bytes: 100 * PAGE, ..Default::default() }];
+        let tiers = vec![TierTelemetry {
+            used_bytes: 10 * PAGE,
+            capacity_bytes: 100 * PAGE,
+            ..Default::default()
+        }];
         let events: Vec<HeatEvent> = (0..10u32)
             .flat_map(|pg| {
-                [HeatEvent::Sample { page: pg, write: false }, HeatEvent::HintFault { page: pg, time_to_fault_ns: 10.0 }]
+                [
+                    HeatEvent::Sample {
+                        page: pg,
+                        write: false,
+                    },
+                    HeatEvent::HintFault {
+                        page: pg,
+                        time_to_fault_ns: 10.0,
+                    },
+                ]
             })
             .collect();
         for n in [5usize, 10] {
             let placement = vec![TierId(0); n];
-            let ev: Vec<HeatEvent> = events.iter().copied().filter(|e| match e {
-                HeatEvent::Sample { page, .. } | HeatEvent::HintFault { page, .. } => (*page as usize) < n,
-                _ => true,
-            }).collect();
+            let ev: Vec<HeatEvent> = events
+                .iter()
+                .copied()
+                .filter(|e| match e {
+                    HeatEvent::Sample { page, .. } | HeatEvent::HintFault { page, .. } => {
+                        (*page as usize) < n
+                    }
+                    _ => true,
+                })
+                .collect();
             let snap = Snapshot {
                 now_ns: n as u64 * 1_000_000,
                 quantum_ns: 1_000_000,
@@ -346,12 +450,18 @@ fn odd_machines_are_handled() {
                 placement: &placement,
                 events: &ev,
             };
-            assert!(p.decide(&snap).moves.is_empty(), "{name}: one tier, nowhere to move");
+            assert!(
+                p.decide(&snap).moves.is_empty(),
+                "{name}: one tier, nowhere to move"
+            );
         }
         // Three tiers: pages in tier 2 are alternate-tier pages; nothing goes beyond tier 2.
         let mut m = Machine::new(300, 60, 100);
         m.specs.push(m.specs[1].clone());
-        m.tiers.push(TierTelemetry { capacity_bytes: 300 * PAGE, ..Default::default() });
+        m.tiers.push(TierTelemetry {
+            capacity_bytes: 300 * PAGE,
+            ..Default::default()
+        });
         for i in (200..300).step_by(2) {
             m.placement[i] = TierId(2);
         }

@@ -62,12 +62,28 @@ fn resolve() {
             p
         }
     };
-    NEXT.malloc.store(sym(c"malloc", __libc_malloc as *const () as usize), Ordering::Release);
-    NEXT.free.store(sym(c"free", __libc_free as *const () as usize), Ordering::Release);
-    NEXT.calloc.store(sym(c"calloc", __libc_calloc as *const () as usize), Ordering::Release);
-    NEXT.realloc.store(sym(c"realloc", __libc_realloc as *const () as usize), Ordering::Release);
-    NEXT.memalign.store(sym(c"memalign", __libc_memalign as *const () as usize), Ordering::Release);
-    NEXT.usable.store(sym(c"malloc_usable_size", 0), Ordering::Release);
+    NEXT.malloc.store(
+        sym(c"malloc", __libc_malloc as *const () as usize),
+        Ordering::Release,
+    );
+    NEXT.free.store(
+        sym(c"free", __libc_free as *const () as usize),
+        Ordering::Release,
+    );
+    NEXT.calloc.store(
+        sym(c"calloc", __libc_calloc as *const () as usize),
+        Ordering::Release,
+    );
+    NEXT.realloc.store(
+        sym(c"realloc", __libc_realloc as *const () as usize),
+        Ordering::Release,
+    );
+    NEXT.memalign.store(
+        sym(c"memalign", __libc_memalign as *const () as usize),
+        Ordering::Release,
+    );
+    NEXT.usable
+        .store(sym(c"malloc_usable_size", 0), Ordering::Release);
     RESOLVED.store(true, Ordering::Release);
 }
 
@@ -82,7 +98,9 @@ fn next(slot: &AtomicUsize) -> usize {
 unsafe fn next_malloc(n: size_t) -> *mut c_void {
     match next(&NEXT.malloc) {
         0 => unsafe { __libc_malloc(n) },
-        f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(size_t) -> *mut c_void>(f)(n) },
+        f => unsafe {
+            std::mem::transmute::<usize, unsafe extern "C" fn(size_t) -> *mut c_void>(f)(n)
+        },
     }
 }
 unsafe fn next_free(p: *mut c_void) {
@@ -94,19 +112,31 @@ unsafe fn next_free(p: *mut c_void) {
 unsafe fn next_calloc(n: size_t, m: size_t) -> *mut c_void {
     match next(&NEXT.calloc) {
         0 => unsafe { next_calloc(n, m) },
-        f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(size_t, size_t) -> *mut c_void>(f)(n, m) },
+        f => unsafe {
+            std::mem::transmute::<usize, unsafe extern "C" fn(size_t, size_t) -> *mut c_void>(f)(
+                n, m,
+            )
+        },
     }
 }
 unsafe fn next_realloc(p: *mut c_void, n: size_t) -> *mut c_void {
     match next(&NEXT.realloc) {
         0 => unsafe { next_realloc(p, n) },
-        f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void, size_t) -> *mut c_void>(f)(p, n) },
+        f => unsafe {
+            std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void, size_t) -> *mut c_void>(
+                f,
+            )(p, n)
+        },
     }
 }
 unsafe fn next_memalign(al: size_t, n: size_t) -> *mut c_void {
     match next(&NEXT.memalign) {
         0 => unsafe { next_memalign(al, n) },
-        f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(size_t, size_t) -> *mut c_void>(f)(al, n) },
+        f => unsafe {
+            std::mem::transmute::<usize, unsafe extern "C" fn(size_t, size_t) -> *mut c_void>(f)(
+                al, n,
+            )
+        },
     }
 }
 
@@ -125,7 +155,9 @@ extern "C" fn init() {
         Ok(j) => match serde_json::from_str(&j) {
             Ok(c) => c,
             Err(e) => {
-                runtime::report(&format!("bad TIERMEM_CONFIG_JSON ({e}); not managing memory"));
+                runtime::report(&format!(
+                    "bad TIERMEM_CONFIG_JSON ({e}); not managing memory"
+                ));
                 return;
             }
         },
@@ -148,7 +180,11 @@ extern "C" fn init() {
         }
         Err(e) => {
             if std::env::var_os("TIERMEM_QUIET").is_none() {
-                let msg = if e.raw_os_error() == Some(libc::EPERM) { tiermem_linux::uffd::permission_hint() } else { e.to_string() };
+                let msg = if e.raw_os_error() == Some(libc::EPERM) {
+                    tiermem_linux::uffd::permission_hint()
+                } else {
+                    e.to_string()
+                };
                 runtime::report(&format!("not managing memory: {msg}"));
             }
         }
@@ -183,7 +219,10 @@ fn enter() -> Enter {
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        Enter { _internal: tiermem_linux::InternalGuard::new(), old }
+        Enter {
+            _internal: tiermem_linux::InternalGuard::new(),
+            old,
+        }
     }
 }
 
@@ -208,7 +247,14 @@ fn arena_of(addr: usize) -> (Option<&'static Runtime>, bool) {
         return (None, false);
     }
     match runtime::any() {
-        Some(r) if r.contains(addr) => (if tiermem_linux::in_internal() { None } else { runtime::get() }, true),
+        Some(r) if r.contains(addr) => (
+            if tiermem_linux::in_internal() {
+                None
+            } else {
+                runtime::get()
+            },
+            true,
+        ),
         _ => (None, false),
     }
 }
@@ -217,7 +263,9 @@ fn arena_of(addr: usize) -> (Option<&'static Runtime>, bool) {
 unsafe fn real_usable_size(p: *mut c_void) -> size_t {
     match next(&NEXT.usable) {
         0 => 0,
-        f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void) -> size_t>(f)(p) },
+        f => unsafe {
+            std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void) -> size_t>(f)(p)
+        },
     }
 }
 
@@ -257,9 +305,23 @@ fn ret_raw(r: isize) -> *mut c_void {
 // ---------------------------------------------------------------- mmap family
 
 #[no_mangle]
-pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
     if let Some(rt) = rt() {
-        let bad = libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE | libc::MAP_STACK | libc::MAP_GROWSDOWN | libc::MAP_HUGETLB | libc::MAP_LOCKED | libc::MAP_SHARED | libc::MAP_32BIT;
+        let bad = libc::MAP_FIXED
+            | libc::MAP_FIXED_NOREPLACE
+            | libc::MAP_STACK
+            | libc::MAP_GROWSDOWN
+            | libc::MAP_HUGETLB
+            | libc::MAP_LOCKED
+            | libc::MAP_SHARED
+            | libc::MAP_32BIT;
         if addr.is_null()
             && flags & libc::MAP_ANONYMOUS != 0
             && flags & libc::MAP_PRIVATE != 0
@@ -272,7 +334,8 @@ pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags
                 return a as *mut c_void;
             }
         }
-        if flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE) != 0 && rt.contains(addr as usize) {
+        if flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE) != 0 && rt.contains(addr as usize)
+        {
             let _g = enter();
             if flags & libc::MAP_FIXED_NOREPLACE != 0 {
                 set_errno(libc::EEXIST);
@@ -285,7 +348,14 @@ pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn mmap64(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
     unsafe { mmap(addr, len, prot, flags, fd, off) }
 }
 
@@ -306,7 +376,13 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn mremap(old: *mut c_void, old_len: size_t, new_len: size_t, flags: c_int, new_addr: *mut c_void) -> *mut c_void {
+pub unsafe extern "C" fn mremap(
+    old: *mut c_void,
+    old_len: size_t,
+    new_len: size_t,
+    flags: c_int,
+    new_addr: *mut c_void,
+) -> *mut c_void {
     if let (Some(rt), true) = arena_of(old as usize) {
         let _g = enter();
         return ret_map(rt.remap(old as usize, old_len, new_len, flags, new_addr as usize));
@@ -457,7 +533,9 @@ unsafe fn big_free(rt: Option<&Runtime>, p: *mut c_void) {
                 },
             }
         }
-        None => runtime::report(&format!("free({p:p}): not a block tiermem handed out; ignored")),
+        None => runtime::report(&format!(
+            "free({p:p}): not a block tiermem handed out; ignored"
+        )),
     }
 }
 

@@ -40,11 +40,19 @@ type PyColumn = (String, Vec<f64>);
 /// Simulate the config in `toml_text`; `origin` names it in error messages and is the base
 /// for relative paths. Returns (summary as JSON text, time-series columns).
 #[pyfunction]
-fn simulate(py: Python<'_>, toml_text: String, origin: String) -> PyResult<(String, Vec<PyColumn>)> {
+fn simulate(
+    py: Python<'_>,
+    toml_text: String,
+    origin: String,
+) -> PyResult<(String, Vec<PyColumn>)> {
     let result = py.detach(move || tiermem_sim::simulate_toml(&toml_text, &origin));
     let out = result.map_err(|e| to_py_err(py, e))?;
     let summary = out.summary.to_string();
-    let columns = out.timeseries.into_iter().map(|c| (c.name, c.values)).collect();
+    let columns = out
+        .timeseries
+        .into_iter()
+        .map(|c| (c.name, c.values))
+        .collect();
     Ok((summary, columns))
 }
 
@@ -63,7 +71,7 @@ fn reproduce(py: Python<'_>, experiment: String, out_dir: String, quick: bool) -
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
-        m.add_function(wrap_pyfunction!(reproduce, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -10,9 +10,18 @@ use tiermem_core::Backend;
 use tiermem_sim::reproduce::{antagonist_at, config_with, COLLOID_GUPS_BASE};
 
 fn main() {
-    let cfg = config_with(COLLOID_GUPS_BASE, "bench", &[("antagonist", antagonist_at(1))]).expect("base config");
+    let cfg = config_with(
+        COLLOID_GUPS_BASE,
+        "bench",
+        &[("antagonist", antagonist_at(1))],
+    )
+    .expect("base config");
     let mut backend = tiermem_sim::backend::SimBackend::new(&cfg).expect("backend");
-    backend.install_tracker(&tiermem_core::TrackerSpec::Pebs { sample_period: 5000 }).expect("tracker");
+    backend
+        .install_tracker(&tiermem_core::TrackerSpec::Pebs {
+            sample_period: 5000,
+        })
+        .expect("tracker");
 
     // Warm up, then time whole epochs: accesses dominate, the fixed point is per epoch.
     let quantum = 10_000_000;
@@ -22,7 +31,8 @@ fn main() {
     let mut accesses = 0.0;
     for _ in 0..runs {
         backend.advance(quantum).expect("advance");
-        accesses += backend.equilibrium().app_ops_per_s * quantum as f64 / 1e9 / cfg.accesses_per_sample;
+        accesses +=
+            backend.equilibrium().app_ops_per_s * quantum as f64 / 1e9 / cfg.accesses_per_sample;
     }
     let secs = start.elapsed().as_secs_f64();
 
@@ -33,7 +43,10 @@ fn main() {
     }
     let solve_s = start.elapsed().as_secs_f64() / solves as f64;
     let access_s = secs - solve_s * runs as f64;
-    println!("fixed point: {:.1} µs per epoch solve (2 tiers, antagonist)", solve_s * 1e6);
+    println!(
+        "fixed point: {:.1} µs per epoch solve (2 tiers, antagonist)",
+        solve_s * 1e6
+    );
     println!(
         "access path: {:.1} M simulated accesses/s on one core ({:.2e} accesses; {:.1} M/s including the per-epoch fixed points)",
         accesses / access_s / 1e6,

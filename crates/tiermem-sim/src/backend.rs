@@ -11,7 +11,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 use tiermem_core::{
-    Applied, Backend, HeatEvent, PageIdx, Plan, Result, Snapshot, TierId, TierKind, TierSpec, TierTelemetry, TrackerSpec,
+    Applied, Backend, HeatEvent, PageIdx, Plan, Result, Snapshot, TierId, TierKind, TierSpec,
+    TierTelemetry, TrackerSpec,
 };
 
 /// One row of the time series (averages over `record_interval_ms`).
@@ -141,7 +142,11 @@ impl SimBackend {
             capacity_pages.push(cap / page_bytes);
             specs.push(TierSpec {
                 name: t.name.clone(),
-                kind: if t.kind == "dram" { TierKind::Dram } else { TierKind::Cxl },
+                kind: if t.kind == "dram" {
+                    TierKind::Dram
+                } else {
+                    TierKind::Cxl
+                },
                 capacity_bytes: cap,
                 unloaded_latency_ns: t.unloaded_latency_ns,
                 peak_bandwidth_bytes_per_s: t.peak_bandwidth_gbps * 1e9,
@@ -151,7 +156,8 @@ impl SimBackend {
                 unloaded_ns: t.unloaded_latency_ns,
                 peak_bytes_per_s: t.peak_bandwidth_gbps * 1e9,
                 write_cost: t.write_cost,
-                curve: Curve::from_spec(&t.curve).map_err(|e| tiermem_core::config::invalid(&format!("{path}.curve"), e))?,
+                curve: Curve::from_spec(&t.curve)
+                    .map_err(|e| tiermem_core::config::invalid(&format!("{path}.curve"), e))?,
             });
         }
         let m = &cfg.machine;
@@ -172,7 +178,12 @@ impl SimBackend {
             )));
         }
         let mut rng = SmallRng::seed_from_u64(cfg.seed ^ 0x5eed_7157);
-        let placement = initial_placement(&cfg.initial_placement, pages as usize, &capacity_pages, &mut rng);
+        let placement = initial_placement(
+            &cfg.initial_placement,
+            pages as usize,
+            &capacity_pages,
+            &mut rng,
+        );
         let mut used_pages = vec![0u64; n];
         for t in &placement {
             used_pages[t.index()] += 1;
@@ -252,7 +263,10 @@ impl SimBackend {
             if *u > self.capacity_pages[i] {
                 return Err(tiermem_core::Error::new(
                     tiermem_core::ErrorKind::Internal,
-                    format!("placement puts {u} pages in tier {i} of capacity {}", self.capacity_pages[i]),
+                    format!(
+                        "placement puts {u} pages in tier {i} of capacity {}",
+                        self.capacity_pages[i]
+                    ),
                 ));
             }
         }
@@ -305,7 +319,11 @@ impl SimBackend {
 
     /// Next time something scheduled changes (antagonist start/end, workload phase), after `now`.
     fn next_change_ns(&self, now_ns: u64) -> u64 {
-        let mut next = self.workload.next_change_ns().filter(|&t| t > now_ns).unwrap_or(u64::MAX);
+        let mut next = self
+            .workload
+            .next_change_ns()
+            .filter(|&t| t > now_ns)
+            .unwrap_or(u64::MAX);
         for a in &self.antagonists {
             for t in [Some(a.start_s), a.end_s].into_iter().flatten() {
                 let ns = (t * 1e9) as u64;
@@ -341,7 +359,8 @@ impl SimBackend {
     fn epoch(&mut self, step_ns: u64, mig_read: &[f64], mig_write: &[f64], stall: f64) {
         if self.workload.advance_to(self.now_ns) {
             self.shape = self.workload.op_shape();
-            self.tracker.set_lines_per_op(self.shape.lines_per_op.max(1) as f64);
+            self.tracker
+                .set_lines_per_op(self.shape.lines_per_op.max(1) as f64);
             self.exact = self.workload.probabilities().is_some();
             self.recompute_mass();
         }
@@ -410,8 +429,18 @@ impl SimBackend {
             latency_ns: (0..n).map(|i| a.lat[i] / a.dt_s).collect(),
             read_bytes_per_s: (0..n).map(|i| a.rb[i] / a.dt_s).collect(),
             write_bytes_per_s: (0..n).map(|i| a.wb[i] / a.dt_s).collect(),
-            used_bytes: (0..n).map(|i| (self.used_pages[i] * self.page_bytes) as f64).collect(),
-            app_share: (0..n).map(|i| if app_total > 0.0 { a.app_lines[i] / app_total } else { 0.0 }).collect(),
+            used_bytes: (0..n)
+                .map(|i| (self.used_pages[i] * self.page_bytes) as f64)
+                .collect(),
+            app_share: (0..n)
+                .map(|i| {
+                    if app_total > 0.0 {
+                        a.app_lines[i] / app_total
+                    } else {
+                        0.0
+                    }
+                })
+                .collect(),
             migrated_bytes_per_s: self.interval_mig_bytes / a.dt_s,
             pages_tried: self.interval_tried,
             pages_applied: self.interval_applied,
@@ -456,7 +485,10 @@ fn initial_placement(how: &str, pages: usize, capacity: &[u64], rng: &mut SmallR
         out
     };
     let n = capacity.len();
-    if let Some(t) = how.strip_prefix("tier:").and_then(|t| t.parse::<usize>().ok()) {
+    if let Some(t) = how
+        .strip_prefix("tier:")
+        .and_then(|t| t.parse::<usize>().ok())
+    {
         let mut order = vec![t];
         order.extend((0..n).filter(|&i| i != t));
         return fill_in_order(&order);
@@ -491,7 +523,12 @@ impl Backend for SimBackend {
                 self.workload.set_accesses_per_sample(k);
             }
         }
-        self.tracker = SimTracker::new(spec, self.placement.len(), self.accesses_per_sample, self.scale);
+        self.tracker = SimTracker::new(
+            spec,
+            self.placement.len(),
+            self.accesses_per_sample,
+            self.scale,
+        );
         self.tracker.set_lines_per_op(lines);
         Ok(())
     }
@@ -555,12 +592,15 @@ impl Backend for SimBackend {
         let mut quota = quota_bytes.map(|q| (q as f64 * self.scale) as u64);
         // The migration threads' time in the next quantum bounds how much they can move.
         let per_page = self.per_page_ns + page as f64 / self.copy_bytes_per_s * 1e9;
-        let mut thread_pages = (self.last_quantum_ns as f64 * self.mig_threads / per_page).floor() as u64;
+        let mut thread_pages =
+            (self.last_quantum_ns as f64 * self.mig_threads / per_page).floor() as u64;
         let probs = self.workload.probabilities();
         for mv in &plan.moves {
             for p in mv.range.pages() {
                 a.pages_tried += 1;
-                let Some(from) = self.placement.get(p as usize).copied() else { continue };
+                let Some(from) = self.placement.get(p as usize).copied() else {
+                    continue;
+                };
                 let to = mv.to;
                 if to.index() >= self.specs.len() {
                     continue;
@@ -613,5 +653,10 @@ impl Backend for SimBackend {
 
 /// Page indices of a placement in a given tier (helper for tests and harnesses).
 pub fn pages_in(placement: &[TierId], tier: TierId) -> Vec<PageIdx> {
-    placement.iter().enumerate().filter(|(_, t)| **t == tier).map(|(i, _)| i as PageIdx).collect()
+    placement
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| **t == tier)
+        .map(|(i, _)| i as PageIdx)
+        .collect()
 }

@@ -187,7 +187,8 @@ fn default_shootdown_ns() -> f64 {
 impl SimConfig {
     pub fn from_toml(text: &str, origin: &str) -> Result<SimConfig> {
         let cfg: SimConfig = tiermem_core::config::from_toml_str(text, origin)?;
-        cfg.validate("").map_err(|e| e.context(origin.to_string()))?;
+        cfg.validate("")
+            .map_err(|e| e.context(origin.to_string()))?;
         Ok(cfg)
     }
 
@@ -200,14 +201,32 @@ impl Validate for SimConfig {
     fn validate(&self, p: &str) -> Result<()> {
         check_range(&join(p, "duration_s"), self.duration_s, 1e-3, 1e7)?;
         check_range(&join(p, "scale"), self.scale, 1e-6, 1.0)?;
-        check_range(&join(p, "accesses_per_sample"), self.accesses_per_sample, 1.0, 1e9)?;
-        check_range(&join(p, "record_interval_ms"), self.record_interval_ms, 0.1, 1e6)?;
+        check_range(
+            &join(p, "accesses_per_sample"),
+            self.accesses_per_sample,
+            1.0,
+            1e9,
+        )?;
+        check_range(
+            &join(p, "record_interval_ms"),
+            self.record_interval_ms,
+            0.1,
+            1e6,
+        )?;
         check_range(&join(p, "epoch_ms"), self.epoch_ms, 0.01, 1e4)?;
-        check_range(&join(p, "steady_state_fraction"), self.steady_state_fraction, 0.01, 1.0)?;
+        check_range(
+            &join(p, "steady_state_fraction"),
+            self.steady_state_fraction,
+            0.01,
+            1.0,
+        )?;
         let ip = &self.initial_placement;
         let ok = ip == "first-touch"
             || ip == "random"
-            || ip.strip_prefix("tier:").and_then(|n| n.parse::<usize>().ok()).is_some_and(|n| n < self.machine.tiers.len());
+            || ip
+                .strip_prefix("tier:")
+                .and_then(|n| n.parse::<usize>().ok())
+                .is_some_and(|n| n < self.machine.tiers.len());
         if !ok {
             return Err(invalid(
                 &join(p, "initial_placement"),
@@ -218,7 +237,14 @@ impl Validate for SimConfig {
         for (i, a) in self.antagonist.iter().enumerate() {
             let ap = join(p, &format!("antagonist[{i}]"));
             if a.tier >= self.machine.tiers.len() {
-                return Err(invalid(&join(&ap, "tier"), format!("tier {} does not exist; the machine has {} tiers", a.tier, self.machine.tiers.len())));
+                return Err(invalid(
+                    &join(&ap, "tier"),
+                    format!(
+                        "tier {} does not exist; the machine has {} tiers",
+                        a.tier,
+                        self.machine.tiers.len()
+                    ),
+                ));
             }
             check_range(&join(&ap, "cores"), a.cores, 0.0, 4096.0)?;
             check_range(&join(&ap, "start_s"), a.start_s, 0.0, 1e7)?;
@@ -244,37 +270,74 @@ impl Validate for MachineConfig {
     fn validate(&self, p: &str) -> Result<()> {
         let page = self.page_size.bytes(&join(p, "page_size"))?;
         if !page.is_power_of_two() || page < 4096 {
-            return Err(invalid(&join(p, "page_size"), format!("{page} is not a power of two ≥ 4096; use e.g. \"4K\" or \"2M\"")));
+            return Err(invalid(
+                &join(p, "page_size"),
+                format!("{page} is not a power of two ≥ 4096; use e.g. \"4K\" or \"2M\""),
+            ));
         }
         check_range(&join(p, "app_cores"), self.app_cores, 0.0, 4096.0)?;
         check_range(&join(p, "ops_in_flight"), self.ops_in_flight, 0.01, 1024.0)?;
         check_range(&join(p, "mlp_lines"), self.mlp_lines, 1.0, 1024.0)?;
-        check_range(&join(p, "compute_ns_per_op"), self.compute_ns_per_op, 0.0, 1e9)?;
+        check_range(
+            &join(p, "compute_ns_per_op"),
+            self.compute_ns_per_op,
+            0.0,
+            1e9,
+        )?;
         check_range(&join(p, "antagonist_mlp"), self.antagonist_mlp, 0.0, 1024.0)?;
         check_range(&join(p, "telemetry_noise"), self.telemetry_noise, 0.0, 1.0)?;
         if self.tiers.is_empty() || self.tiers.len() > 8 {
-            return Err(invalid(&join(p, "tiers"), "give between 1 and 8 [[machine.tiers]] tables"));
+            return Err(invalid(
+                &join(p, "tiers"),
+                "give between 1 and 8 [[machine.tiers]] tables",
+            ));
         }
         for (i, t) in self.tiers.iter().enumerate() {
             let tp = join(p, &format!("tiers[{i}]"));
             if t.kind != "dram" && t.kind != "cxl" {
-                return Err(invalid(&join(&tp, "kind"), format!("`{}` is not a simulated tier kind; use \"dram\" or \"cxl\"", t.kind)));
+                return Err(invalid(
+                    &join(&tp, "kind"),
+                    format!(
+                        "`{}` is not a simulated tier kind; use \"dram\" or \"cxl\"",
+                        t.kind
+                    ),
+                ));
             }
             let cap = t.capacity.bytes(&join(&tp, "capacity"))?;
             if cap == 0 {
                 return Err(invalid(&join(&tp, "capacity"), "must be > 0"));
             }
-            check_range(&join(&tp, "unloaded_latency_ns"), t.unloaded_latency_ns, 1.0, 1e6)?;
-            check_range(&join(&tp, "peak_bandwidth_gbps"), t.peak_bandwidth_gbps, 0.001, 1e5)?;
+            check_range(
+                &join(&tp, "unloaded_latency_ns"),
+                t.unloaded_latency_ns,
+                1.0,
+                1e6,
+            )?;
+            check_range(
+                &join(&tp, "peak_bandwidth_gbps"),
+                t.peak_bandwidth_gbps,
+                0.001,
+                1e5,
+            )?;
             check_range(&join(&tp, "write_cost"), t.write_cost, 0.1, 10.0)?;
             check_range(&join(&tp, "cost_per_gb"), t.cost_per_gb, 0.0, 1e6)?;
             Curve::from_spec(&t.curve).map_err(|e| invalid(&join(&tp, "curve"), e))?;
         }
         let m = join(p, "migration");
-        check_range(&join(&m, "per_page_ns"), self.migration.per_page_ns, 0.0, 1e9)?;
+        check_range(
+            &join(&m, "per_page_ns"),
+            self.migration.per_page_ns,
+            0.0,
+            1e9,
+        )?;
         check_range(&join(&m, "copy_gbps"), self.migration.copy_gbps, 0.001, 1e4)?;
         check_range(&join(&m, "threads"), self.migration.threads, 0.01, 1024.0)?;
-        check_range(&join(&m, "shootdown_ns"), self.migration.shootdown_ns, 0.0, 1e9)?;
+        check_range(
+            &join(&m, "shootdown_ns"),
+            self.migration.shootdown_ns,
+            0.0,
+            1e9,
+        )?;
         Ok(())
     }
 }

@@ -25,7 +25,14 @@ pub enum CurveSpec {
 /// `mess-skylake`: Mess benchmark, Skylake 6×DDR4-2666, read traffic: 94 ns idle,
 /// 112 ns at ~50 % of peak, 126 ns at ~70 %, 186–235 ns at ~90 % (DESIGN.md §3; Esmaili-Dokht
 /// et al., "A Mess of Memory System Benchmarking", MICRO'24).
-const MESS_SKYLAKE: &[[f64; 2]] = &[[0.0, 1.0], [0.5, 1.19], [0.7, 1.34], [0.8, 1.55], [0.9, 2.23], [0.95, 3.0]];
+const MESS_SKYLAKE: &[[f64; 2]] = &[
+    [0.0, 1.0],
+    [0.5, 1.19],
+    [0.7, 1.34],
+    [0.8, 1.55],
+    [0.9, 2.23],
+    [0.95, 3.0],
+];
 
 /// `colloid-local`: fitted to Colloid §2 (SOSP'24) on Ice Lake 8×DDR4-3200 with write_cost 1.75
 /// (1:1 read/write traffic saturates at 2/2.75 = 73 % of theoretical peak).
@@ -36,13 +43,27 @@ const MESS_SKYLAKE: &[[f64; 2]] = &[[0.0, 1.0], [0.5, 1.19], [0.7, 1.34], [0.8, 
 ///  * with GUPS + antagonist the default tier reaches 2.5×/3.8×/5× unloaded at 1×/2×/3× (§2.2).
 ///
 /// Latency inflates well before saturation (bank conflicts and queueing, §3.1).
-const COLLOID_LOCAL: &[[f64; 2]] =
-    &[[0.0, 1.0], [0.3, 1.08], [0.59, 1.43], [0.70, 1.9], [0.894, 2.75], [0.945, 3.8], [0.97, 4.5], [0.985, 5.2]];
+const COLLOID_LOCAL: &[[f64; 2]] = &[
+    [0.0, 1.0],
+    [0.3, 1.08],
+    [0.59, 1.43],
+    [0.70, 1.9],
+    [0.894, 2.75],
+    [0.945, 3.8],
+    [0.97, 4.5],
+    [0.985, 5.2],
+];
 
 /// `colloid-remote`: the remote socket behind UPI (75 GB/s per direction): nearly flat until
 /// half load (Colloid §5.1: at 3× with Colloid the alternate tier ran at 53 % of its peak with
 /// latency close to unloaded).
-const COLLOID_REMOTE: &[[f64; 2]] = &[[0.0, 1.0], [0.5, 1.06], [0.7, 1.2], [0.85, 1.6], [0.95, 2.6]];
+const COLLOID_REMOTE: &[[f64; 2]] = &[
+    [0.0, 1.0],
+    [0.5, 1.06],
+    [0.7, 1.2],
+    [0.85, 1.6],
+    [0.95, 2.6],
+];
 
 const FLAT: &[[f64; 2]] = &[[0.0, 1.0], [0.95, 1.0]];
 
@@ -56,18 +77,20 @@ pub struct Curve {
 
 impl Curve {
     pub fn from_spec(spec: &CurveSpec) -> Result<Curve, String> {
-        let points: Vec<[f64; 2]> = match spec {
-            CurveSpec::Named(n) => match n.as_str() {
-                "colloid-local" => COLLOID_LOCAL.to_vec(),
-                "colloid-remote" => COLLOID_REMOTE.to_vec(),
-                "mess-skylake" => MESS_SKYLAKE.to_vec(),
-                "flat" => FLAT.to_vec(),
-                other => {
-                    return Err(format!("unknown curve `{other}`; use one of {} or a table [[u, multiplier], ...]", CURVE_NAMES.join(", ")))
-                }
-            },
-            CurveSpec::Table(t) => t.clone(),
-        };
+        let points: Vec<[f64; 2]> =
+            match spec {
+                CurveSpec::Named(n) => match n.as_str() {
+                    "colloid-local" => COLLOID_LOCAL.to_vec(),
+                    "colloid-remote" => COLLOID_REMOTE.to_vec(),
+                    "mess-skylake" => MESS_SKYLAKE.to_vec(),
+                    "flat" => FLAT.to_vec(),
+                    other => return Err(format!(
+                        "unknown curve `{other}`; use one of {} or a table [[u, multiplier], ...]",
+                        CURVE_NAMES.join(", ")
+                    )),
+                },
+                CurveSpec::Table(t) => t.clone(),
+            };
         Self::from_points(points)
     }
 

@@ -2,13 +2,13 @@
 //! bounded memory-level parallelism, antagonists, trackers, workloads, and a [`Backend`]
 //! implementation driven by a virtual clock.
 
-pub mod latency;
 pub mod backend;
 pub mod config;
+pub mod latency;
 pub mod machine;
-pub mod tracker;
-pub mod workload;
 pub mod output;
 pub mod reproduce;
 pub mod runner;
+pub mod tracker;
+pub mod workload;
 pub use output::{simulate_toml, Column, SimOutput};

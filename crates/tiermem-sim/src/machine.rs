@@ -38,7 +38,10 @@ impl TierModel {
     }
     /// Loaded read latency for the given traffic.
     pub fn latency_ns(&self, read_bytes_per_s: f64, write_bytes_per_s: f64) -> f64 {
-        self.unloaded_ns * self.curve.multiplier(self.utilization(read_bytes_per_s, write_bytes_per_s))
+        self.unloaded_ns
+            * self
+                .curve
+                .multiplier(self.utilization(read_bytes_per_s, write_bytes_per_s))
     }
 }
 
@@ -132,8 +135,10 @@ impl Machine {
     fn tier_latency(&self, i: usize, app_ops_per_s: f64, d: &Demand<'_>) -> f64 {
         let t = &self.tiers[i];
         let line = CACHELINE_BYTES as f64;
-        let app_r = app_ops_per_s * d.lines_per_op * d.mass[i] * line + d.migration_read_bytes_per_s[i];
-        let app_w = app_ops_per_s * d.written_lines_per_op * d.mass[i] * line + d.migration_write_bytes_per_s[i];
+        let app_r =
+            app_ops_per_s * d.lines_per_op * d.mass[i] * line + d.migration_read_bytes_per_s[i];
+        let app_w = app_ops_per_s * d.written_lines_per_op * d.mass[i] * line
+            + d.migration_write_bytes_per_s[i];
         let ant_lines_ns = d.antagonist_cores[i] * d.antagonist_mlp; // lines in flight
         if ant_lines_ns == 0.0 {
             return t.latency_ns(app_r, app_w);
@@ -160,14 +165,19 @@ impl Machine {
         let avg_latency_ns: f64 = (0..n).map(|i| d.mass[i] * latency_ns[i]).sum();
         let ops = self.app_ops_per_s(avg_latency_ns, d);
         let line = CACHELINE_BYTES as f64;
-        let mut eq = Equilibrium { avg_latency_ns, app_ops_per_s: ops, ..Default::default() };
+        let mut eq = Equilibrium {
+            avg_latency_ns,
+            app_ops_per_s: ops,
+            ..Default::default()
+        };
         for i in 0..n {
             let l = latency_ns[i];
             let app_lines = ops * d.lines_per_op * d.mass[i];
             let ant_lines = d.antagonist_cores[i] * d.antagonist_mlp / l * 1e9;
             let mig_lines = d.migration_read_bytes_per_s[i] / line;
             let r = (app_lines + ant_lines) * line + d.migration_read_bytes_per_s[i];
-            let w = (ops * d.written_lines_per_op * d.mass[i] + ant_lines) * line + d.migration_write_bytes_per_s[i];
+            let w = (ops * d.written_lines_per_op * d.mass[i] + ant_lines) * line
+                + d.migration_write_bytes_per_s[i];
             eq.app_read_lines_per_s.push(app_lines);
             eq.read_lines_per_s.push(app_lines + ant_lines + mig_lines);
             eq.read_bytes_per_s.push(r);
@@ -197,7 +207,12 @@ mod tests {
     fn machine(cores: f64, curve: &str) -> Machine {
         Machine {
             tiers: vec![tier(70.0, 205.0, curve), tier(135.0, 150.0, curve)],
-            cores: CoreModel { cores, ops_in_flight: 5.0, mlp_lines: 14.0, compute_ns_per_op: 0.0 },
+            cores: CoreModel {
+                cores,
+                ops_in_flight: 5.0,
+                mlp_lines: 14.0,
+                compute_ns_per_op: 0.0,
+            },
         }
     }
 
@@ -233,7 +248,11 @@ mod tests {
         let mut d = demand(&[1.0, 0.0], &[0.0, 0.0], &[0.0, 0.0]);
         d.written_lines_per_op = 0.0;
         let eq = m.solve(&d);
-        assert!((eq.latency_ns[0] - 70.0) / 70.0 < 0.01, "{}", eq.latency_ns[0]);
+        assert!(
+            (eq.latency_ns[0] - 70.0) / 70.0 < 0.01,
+            "{}",
+            eq.latency_ns[0]
+        );
         let expect = 5.0 / eq.latency_ns[0] * 1e9;
         assert!((eq.app_ops_per_s - expect).abs() / expect < 1e-6);
     }
@@ -244,7 +263,10 @@ mod tests {
         for cores in [1.0, 5.0, 15.0, 30.0, 60.0, 200.0, 1000.0] {
             let m = machine(cores, "colloid-local");
             let eq = m.solve(&demand(&[1.0, 0.0], &[0.0, 0.0], &[0.0, 0.0]));
-            assert!(eq.latency_ns[0] > prev, "latency must rise with offered load");
+            assert!(
+                eq.latency_ns[0] > prev,
+                "latency must rise with offered load"
+            );
             prev = eq.latency_ns[0];
             let raw = eq.read_bytes_per_s[0] + eq.write_bytes_per_s[0];
             assert!(raw < 205e9, "raw bandwidth {raw} exceeds peak");
@@ -259,7 +281,10 @@ mod tests {
         for (cores, target) in [(5.0, 0.51), (10.0, 0.65), (15.0, 0.70)] {
             let eq = m.solve(&demand(&[1.0, 0.0], &[cores, 0.0], &[0.0, 0.0]));
             let share = eq.antagonist_bytes_per_s[0] / 205e9;
-            assert!((share - target).abs() < 0.05, "{cores} cores: {share:.3} vs {target}");
+            assert!(
+                (share - target).abs() < 0.05,
+                "{cores} cores: {share:.3} vs {target}"
+            );
         }
     }
 

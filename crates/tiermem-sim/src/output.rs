@@ -26,7 +26,11 @@ impl SimOutput {
         out.push('\n');
         let rows = self.timeseries.first().map_or(0, |c| c.values.len());
         for r in 0..rows {
-            let line: Vec<String> = self.timeseries.iter().map(|c| format!("{}", c.values[r])).collect();
+            let line: Vec<String> = self
+                .timeseries
+                .iter()
+                .map(|c| format!("{}", c.values[r]))
+                .collect();
             out.push_str(&line.join(","));
             out.push('\n');
         }
@@ -40,7 +44,8 @@ impl SimOutput {
         let p = dir.join("summary.json");
         std::fs::write(&p, summary + "\n").map_err(|e| tiermem_core::Error::io(p.display(), e))?;
         let p = dir.join("timeseries.csv");
-        std::fs::write(&p, self.timeseries_csv()).map_err(|e| tiermem_core::Error::io(p.display(), e))?;
+        std::fs::write(&p, self.timeseries_csv())
+            .map_err(|e| tiermem_core::Error::io(p.display(), e))?;
         Ok(())
     }
 }

@@ -13,7 +13,13 @@ use serde_json::{json, Value};
 use std::path::Path;
 use tiermem_core::{Error, Result, TierId};
 
-pub const EXPERIMENTS: &[&str] = &["colloid-fig1", "colloid-fig5", "colloid-fig7", "colloid-fig8", "colloid-fig9"];
+pub const EXPERIMENTS: &[&str] = &[
+    "colloid-fig1",
+    "colloid-fig5",
+    "colloid-fig7",
+    "colloid-fig8",
+    "colloid-fig9",
+];
 
 /// The GUPS setup of Colloid §2.1 (base for every Colloid figure).
 pub const COLLOID_GUPS_BASE: &str = include_str!("../../../experiments/colloid/gups-base.toml");
@@ -27,12 +33,19 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
         "colloid-fig8" => colloid_heatmap(quick, Axis::ObjectSize)?,
         "colloid-fig9" => colloid_fig9(quick, out)?,
         other => {
-            return Err(Error::usage(format!("unknown experiment `{other}`; available: {}", EXPERIMENTS.join(", "))));
+            return Err(Error::usage(format!(
+                "unknown experiment `{other}`; available: {}",
+                EXPERIMENTS.join(", ")
+            )));
         }
     };
     std::fs::create_dir_all(out).map_err(|e| Error::io(out.display(), e))?;
     let p = out.join("summary.json");
-    std::fs::write(&p, serde_json::to_string_pretty(&summary).expect("json") + "\n").map_err(|e| Error::io(p.display(), e))?;
+    std::fs::write(
+        &p,
+        serde_json::to_string_pretty(&summary).expect("json") + "\n",
+    )
+    .map_err(|e| Error::io(p.display(), e))?;
     Ok(summary)
 }
 
@@ -46,13 +59,20 @@ pub fn set_path(doc: &mut toml::Value, path: &str, value: toml::Value) {
             table.insert(part.to_string(), value);
             return;
         }
-        cur = table.entry(part.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+        cur = table
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(Default::default()));
     }
 }
 
 /// Parse a base config, apply overrides, and validate the result as a `SimConfig`.
-pub fn config_with(base: &str, origin: &str, overrides: &[(&str, toml::Value)]) -> Result<SimConfig> {
-    let mut doc: toml::Value = toml::from_str(base).map_err(|e| Error::config(format!("{origin}: {e}")))?;
+pub fn config_with(
+    base: &str,
+    origin: &str,
+    overrides: &[(&str, toml::Value)],
+) -> Result<SimConfig> {
+    let mut doc: toml::Value =
+        toml::from_str(base).map_err(|e| Error::config(format!("{origin}: {e}")))?;
     for (path, v) in overrides {
         set_path(&mut doc, path, v.clone());
     }
@@ -114,7 +134,8 @@ pub fn best_case(cfg: &SimConfig) -> Result<BestCase> {
         }
         // Remaining hot pages go to the alternate tiers first; cold pages fill the default tier.
         for &p in &hot_shuffled[n_hot_default..] {
-            let ok = (1..caps.len()).any(|t| put(p, t, &mut placement, &mut used)) || put(p, 0, &mut placement, &mut used);
+            let ok = (1..caps.len()).any(|t| put(p, t, &mut placement, &mut used))
+                || put(p, 0, &mut placement, &mut used);
             assert!(ok, "capacity checked at construction");
         }
         for &p in &cold {
@@ -123,8 +144,14 @@ pub fn best_case(cfg: &SimConfig) -> Result<BestCase> {
         }
         backend.set_placement(placement)?;
         let eq = backend.solve_now();
-        if best.as_ref().is_none_or(|b| eq.app_ops_per_s > b.eq.app_ops_per_s) {
-            best = Some(BestCase { hot_fraction: f, eq });
+        if best
+            .as_ref()
+            .is_none_or(|b| eq.app_ops_per_s > b.eq.app_ops_per_s)
+        {
+            best = Some(BestCase {
+                hot_fraction: f,
+                eq,
+            });
         }
     }
     Ok(best.expect("eleven placements evaluated"))
@@ -132,7 +159,9 @@ pub fn best_case(cfg: &SimConfig) -> Result<BestCase> {
 
 /// Run jobs on all cores (the machine here has 2), keeping result order.
 pub fn parallel_map<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len().max(1));
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len().max(1));
     let queue = std::sync::Mutex::new(items.into_iter().enumerate().collect::<Vec<_>>());
     let results = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
@@ -177,22 +206,36 @@ fn colloid_fig1(quick: bool) -> Result<Value> {
             jobs.push((system, level));
         }
     }
-    let runs = parallel_map(jobs, |(system, level)| -> Result<(String, u32, runner::Steady)> {
+    let runs = parallel_map(
+        jobs,
+        |(system, level)| -> Result<(String, u32, runner::Steady)> {
+            let cfg = config_with(
+                COLLOID_GUPS_BASE,
+                origin,
+                &[
+                    ("policy.policy", toml::Value::String(system.into())),
+                    ("antagonist", antagonist_at(level)),
+                    (
+                        "duration_s",
+                        toml::Value::Float(duration_for(system, quick)),
+                    ),
+                ],
+            )?;
+            let out = runner::run(&cfg)?;
+            Ok((
+                system.to_string(),
+                level,
+                out.steady(cfg.steady_state_fraction),
+            ))
+        },
+    );
+    let mut best = Vec::new();
+    for level in 0..=3u32 {
         let cfg = config_with(
             COLLOID_GUPS_BASE,
             origin,
-            &[
-                ("policy.policy", toml::Value::String(system.into())),
-                ("antagonist", antagonist_at(level)),
-                ("duration_s", toml::Value::Float(duration_for(system, quick))),
-            ],
+            &[("antagonist", antagonist_at(level))],
         )?;
-        let out = runner::run(&cfg)?;
-        Ok((system.to_string(), level, out.steady(cfg.steady_state_fraction)))
-    });
-    let mut best = Vec::new();
-    for level in 0..=3u32 {
-        let cfg = config_with(COLLOID_GUPS_BASE, origin, &[("antagonist", antagonist_at(level))])?;
         best.push(best_case(&cfg)?);
     }
     let share = |app: &[f64]| app.first().copied().unwrap_or(0.0);
@@ -236,11 +279,20 @@ fn colloid_on() -> toml::Value {
 }
 
 /// One steady-state GUPS run of the Colloid setup.
-fn steady_run(system: &str, colloid: bool, level: u32, quick: bool, extra: &[(&str, toml::Value)]) -> Result<(runner::Steady, SimConfig)> {
+fn steady_run(
+    system: &str,
+    colloid: bool,
+    level: u32,
+    quick: bool,
+    extra: &[(&str, toml::Value)],
+) -> Result<(runner::Steady, SimConfig)> {
     let mut ov: Vec<(&str, toml::Value)> = vec![
         ("policy.policy", toml::Value::String(system.into())),
         ("antagonist", antagonist_at(level)),
-        ("duration_s", toml::Value::Float(duration_for(system, quick))),
+        (
+            "duration_s",
+            toml::Value::Float(duration_for(system, quick)),
+        ),
     ];
     if colloid {
         ov.push(("colloid", colloid_on()));
@@ -260,10 +312,16 @@ fn colloid_fig5(quick: bool) -> Result<Value> {
             }
         }
     }
-    let runs = parallel_map(jobs, |(system, colloid, level)| steady_run(system, colloid, level, quick, &[]).map(|(s, _)| (system, colloid, level, s)));
+    let runs = parallel_map(jobs, |(system, colloid, level)| {
+        steady_run(system, colloid, level, quick, &[]).map(|(s, _)| (system, colloid, level, s))
+    });
     let mut best = Vec::new();
     for level in 0..=3u32 {
-        let cfg = config_with(COLLOID_GUPS_BASE, "gups-base", &[("antagonist", antagonist_at(level))])?;
+        let cfg = config_with(
+            COLLOID_GUPS_BASE,
+            "gups-base",
+            &[("antagonist", antagonist_at(level))],
+        )?;
         best.push(best_case(&cfg)?);
     }
     let mut rows = Vec::new();
@@ -293,7 +351,9 @@ fn colloid_fig5(quick: bool) -> Result<Value> {
             "default_tier_share": b.eq.app_read_lines_per_s[0] / total,
         }));
     }
-    Ok(json!({"experiment": "colloid-fig5", "quick": quick, "throughput_unit": "GUPS operations per second", "rows": rows}))
+    Ok(
+        json!({"experiment": "colloid-fig5", "quick": quick, "throughput_unit": "GUPS operations per second", "rows": rows}),
+    )
 }
 
 #[derive(Clone, Copy)]
@@ -312,7 +372,11 @@ fn colloid_heatmap(quick: bool, axis: Axis) -> Result<Value> {
         (Axis::ObjectSize, true) => ("colloid-fig8", vec![64.0, 4096.0]),
     };
     // Quick runs sweep the systems with fast convergence; the full run includes TPP.
-    let systems: &[&str] = if quick { &["hemem", "memtis"] } else { BASELINES };
+    let systems: &[&str] = if quick {
+        &["hemem", "memtis"]
+    } else {
+        BASELINES
+    };
     let mut jobs = Vec::new();
     for &system in systems {
         for &v in &values {
@@ -328,7 +392,8 @@ fn colloid_heatmap(quick: bool, axis: Axis) -> Result<Value> {
             Axis::AltLatency => vec![("machine.tiers", alt_latency_tiers(v))],
             Axis::ObjectSize => vec![("workload.object_size", toml::Value::Integer(v as i64))],
         };
-        steady_run(system, colloid, level, quick, &extra).map(|(s, _)| (system, v, level, colloid, s))
+        steady_run(system, colloid, level, quick, &extra)
+            .map(|(s, _)| (system, v, level, colloid, s))
     });
     let runs: Vec<_> = runs.into_iter().collect::<Result<_>>()?;
     let key = match axis {
@@ -363,8 +428,14 @@ fn alt_latency_tiers(ratio: f64) -> toml::Value {
     let doc: toml::Value = toml::from_str(COLLOID_GUPS_BASE).expect("base config parses");
     let mut tiers = doc["machine"]["tiers"].clone();
     let arr = tiers.as_array_mut().expect("tiers array");
-    let l0 = arr[0]["unloaded_latency_ns"].as_float().or(arr[0]["unloaded_latency_ns"].as_integer().map(|i| i as f64)).expect("latency");
-    arr[1].as_table_mut().expect("tier table").insert("unloaded_latency_ns".into(), toml::Value::Float(l0 * ratio));
+    let l0 = arr[0]["unloaded_latency_ns"]
+        .as_float()
+        .or(arr[0]["unloaded_latency_ns"].as_integer().map(|i| i as f64))
+        .expect("latency");
+    arr[1]
+        .as_table_mut()
+        .expect("tier table")
+        .insert("unloaded_latency_ns".into(), toml::Value::Float(l0 * ratio));
     tiers
 }
 
@@ -386,7 +457,11 @@ pub fn converge_s(t: &[f64], thr: &[f64], change_s: f64) -> f64 {
 fn colloid_fig9(quick: bool, out: &Path) -> Result<Value> {
     let change_s: f64 = if quick { 30.0 } else { 100.0 };
     let scenarios = ["hot-set-move-0x", "hot-set-move-3x", "contention-0x-to-3x"];
-    let systems: &[&str] = if quick { &["hemem", "memtis"] } else { BASELINES };
+    let systems: &[&str] = if quick {
+        &["hemem", "memtis"]
+    } else {
+        BASELINES
+    };
     let mut jobs = Vec::new();
     for sc in scenarios {
         for &system in systems {
@@ -397,16 +472,28 @@ fn colloid_fig9(quick: bool, out: &Path) -> Result<Value> {
     }
     // The paper changes the workload once every system has reached steady state; TPP needs
     // ~250 s for that (Colloid §5.3), so its change comes later.
-    let change_for = |system: &str| if system == "tpp" && !quick { 300.0 } else { change_s };
+    let change_for = |system: &str| {
+        if system == "tpp" && !quick {
+            300.0
+        } else {
+            change_s
+        }
+    };
     let results = parallel_map(jobs, |(sc, system, colloid)| -> Result<_> {
         let change_s = change_for(system);
-        let total = if system == "tpp" { change_s + 300.0 } else { change_s * 2.0 };
+        let total = if system == "tpp" {
+            change_s + 300.0
+        } else {
+            change_s * 2.0
+        };
         let mut ov: Vec<(&str, toml::Value)> = vec![
             ("policy.policy", toml::Value::String(system.into())),
             ("duration_s", toml::Value::Float(total)),
         ];
         match sc {
-            "hot-set-move-0x" => ov.push(("workload.hot_set_move_at_s", toml::Value::Float(change_s))),
+            "hot-set-move-0x" => {
+                ov.push(("workload.hot_set_move_at_s", toml::Value::Float(change_s)))
+            }
             "hot-set-move-3x" => {
                 ov.push(("workload.hot_set_move_at_s", toml::Value::Float(change_s)));
                 ov.push(("antagonist", antagonist_at(3)));
@@ -416,7 +503,10 @@ fn colloid_fig9(quick: bool, out: &Path) -> Result<Value> {
                 t.insert("tier".into(), toml::Value::Integer(0));
                 t.insert("cores".into(), toml::Value::Float(15.0));
                 t.insert("start_s".into(), toml::Value::Float(change_s));
-                ov.push(("antagonist", toml::Value::Array(vec![toml::Value::Table(t)])));
+                ov.push((
+                    "antagonist",
+                    toml::Value::Array(vec![toml::Value::Table(t)]),
+                ));
             }
         }
         if colloid {
@@ -431,26 +521,46 @@ fn colloid_fig9(quick: bool, out: &Path) -> Result<Value> {
         let mut mig = Vec::new();
         let mut app_bytes = Vec::new();
         let shape = run.backend.workload().op_shape();
-        let bytes_per_op = (shape.lines_per_op as f64 + shape.written_lines_per_op) * tiermem_core::CACHELINE_BYTES as f64;
+        let bytes_per_op = (shape.lines_per_op as f64 + shape.written_lines_per_op)
+            * tiermem_core::CACHELINE_BYTES as f64;
         for chunk in recs.chunks((1000.0 / cfg.record_interval_ms).round().max(1.0) as usize) {
             let k = chunk.len() as f64;
             t.push(chunk.last().map_or(0.0, |r| r.t_s));
             thr.push(chunk.iter().map(|r| r.ops_per_s).sum::<f64>() / k);
             mig.push(chunk.iter().map(|r| r.migrated_bytes_per_s).sum::<f64>() / k);
-            app_bytes.push(chunk.iter().map(|r| r.ops_per_s * bytes_per_op).sum::<f64>() / k);
+            app_bytes.push(
+                chunk
+                    .iter()
+                    .map(|r| r.ops_per_s * bytes_per_op)
+                    .sum::<f64>()
+                    / k,
+            );
         }
         let n = t.len();
         let tail_from = n - (n / 5).max(1);
         let tail_mig: f64 = mig[tail_from..].iter().sum();
         let tail_app: f64 = app_bytes[tail_from..].iter().sum();
-        Ok((sc, system, colloid, t.clone(), thr.clone(), mig, converge_s(&t, &thr, change_s), tail_mig / tail_app))
+        Ok((
+            sc,
+            system,
+            colloid,
+            t.clone(),
+            thr.clone(),
+            mig,
+            converge_s(&t, &thr, change_s),
+            tail_mig / tail_app,
+        ))
     });
     let mut rows = Vec::new();
-    let mut csv = String::from("scenario,system,colloid,t_s,throughput_ops_per_s,migrated_bytes_per_s\n");
+    let mut csv =
+        String::from("scenario,system,colloid,t_s,throughput_ops_per_s,migrated_bytes_per_s\n");
     for r in results {
         let (sc, system, colloid, t, thr, mig, conv, tail) = r?;
         for i in 0..t.len() {
-            csv.push_str(&format!("{sc},{system},{colloid},{},{},{}\n", t[i], thr[i], mig[i]));
+            csv.push_str(&format!(
+                "{sc},{system},{colloid},{},{},{}\n",
+                t[i], thr[i], mig[i]
+            ));
         }
         let n = thr.len();
         let tail_n = (n / 10).max(1);

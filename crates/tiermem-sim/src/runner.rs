@@ -29,13 +29,19 @@ pub struct Steady {
 /// Build the policy a config names and run it.
 pub fn run(cfg: &SimConfig) -> Result<RunOutcome> {
     let backend = SimBackend::new(cfg)?;
-    let ctx = tiermem_policies::BuildContext { page_bytes: Some(backend.page_bytes()) };
+    let ctx = tiermem_policies::BuildContext {
+        page_bytes: Some(backend.page_bytes()),
+    };
     let policy = tiermem_policies::build_with(&cfg.policy, cfg.colloid.as_ref(), ctx)?;
     run_with(cfg, backend, policy)
 }
 
 /// Run a given policy over a given backend for `cfg.duration_s`.
-pub fn run_with(cfg: &SimConfig, mut backend: SimBackend, policy: Box<dyn Policy>) -> Result<RunOutcome> {
+pub fn run_with(
+    cfg: &SimConfig,
+    mut backend: SimBackend,
+    policy: Box<dyn Policy>,
+) -> Result<RunOutcome> {
     let start = std::time::Instant::now();
     let mut engine = Engine::new(policy, &mut backend)?;
     engine.global_limit_bytes_per_s = cfg.engine.migration_limit_gbps.map(|g| g * 1e9);
@@ -53,7 +59,9 @@ pub fn run_with(cfg: &SimConfig, mut backend: SimBackend, policy: Box<dyn Policy
 
 /// Time-weighted mean of the records in the last `fraction` of the run.
 pub fn steady(records: &[Record], fraction: f64) -> Steady {
-    let Some(last) = records.last() else { return Steady::default() };
+    let Some(last) = records.last() else {
+        return Steady::default();
+    };
     let from = last.t_s * (1.0 - fraction);
     let window: Vec<&Record> = records.iter().filter(|r| r.t_s > from + 1e-12).collect();
     let k = window.len().max(1) as f64;
@@ -79,7 +87,10 @@ impl RunOutcome {
     pub fn timeseries(&self) -> Vec<Column> {
         let recs = &self.backend.records;
         let n = self.backend.tier_specs().len();
-        let col = |name: String, f: &dyn Fn(&Record) -> f64| Column { name, values: recs.iter().map(f).collect() };
+        let col = |name: String, f: &dyn Fn(&Record) -> f64| Column {
+            name,
+            values: recs.iter().map(f).collect(),
+        };
         let mut cols = vec![
             col("t_s".into(), &|r| r.t_s),
             col("throughput_ops_per_s".into(), &|r| r.ops_per_s),
@@ -87,12 +98,18 @@ impl RunOutcome {
         ];
         for i in 0..n {
             cols.push(col(format!("tier{i}_latency_ns"), &|r| r.latency_ns[i]));
-            cols.push(col(format!("tier{i}_read_bytes_per_s"), &|r| r.read_bytes_per_s[i]));
-            cols.push(col(format!("tier{i}_write_bytes_per_s"), &|r| r.write_bytes_per_s[i]));
+            cols.push(col(format!("tier{i}_read_bytes_per_s"), &|r| {
+                r.read_bytes_per_s[i]
+            }));
+            cols.push(col(format!("tier{i}_write_bytes_per_s"), &|r| {
+                r.write_bytes_per_s[i]
+            }));
             cols.push(col(format!("tier{i}_used_bytes"), &|r| r.used_bytes[i]));
             cols.push(col(format!("app_share_tier{i}"), &|r| r.app_share[i]));
         }
-        cols.push(col("migrated_bytes_per_s".into(), &|r| r.migrated_bytes_per_s));
+        cols.push(col("migrated_bytes_per_s".into(), &|r| {
+            r.migrated_bytes_per_s
+        }));
         cols.push(col("pages_tried".into(), &|r| r.pages_tried));
         cols.push(col("pages_applied".into(), &|r| r.pages_applied));
         cols
@@ -131,6 +148,9 @@ impl RunOutcome {
             "counters": self.counters,
             "wall_time_s": self.wall_time_s,
         });
-        SimOutput { summary, timeseries: self.timeseries() }
+        SimOutput {
+            summary,
+            timeseries: self.timeseries(),
+        }
     }
 }

@@ -68,12 +68,20 @@ pub enum SimTracker {
 impl SimTracker {
     /// Build from a policy's spec. `scale` shrinks the page space; rates are adjusted so a
     /// page sees the same number of samples/scans per second as at full scale.
-    pub fn new(spec: &TrackerSpec, pages: usize, accesses_per_sample: f64, scale: f64) -> SimTracker {
+    pub fn new(
+        spec: &TrackerSpec,
+        pages: usize,
+        accesses_per_sample: f64,
+        scale: f64,
+    ) -> SimTracker {
         match spec {
             TrackerSpec::None => SimTracker::None,
-            TrackerSpec::Combined(specs) => {
-                SimTracker::Combined(specs.iter().map(|s| SimTracker::new(s, pages, accesses_per_sample, scale)).collect())
-            }
+            TrackerSpec::Combined(specs) => SimTracker::Combined(
+                specs
+                    .iter()
+                    .map(|s| SimTracker::new(s, pages, accesses_per_sample, scale))
+                    .collect(),
+            ),
             TrackerSpec::Pebs { sample_period } => SimTracker::Pebs(Pebs {
                 period: (*sample_period as f64 / scale).max(1.0),
                 accesses_per_sample,
@@ -81,7 +89,11 @@ impl SimTracker {
                 counter: 0.0,
                 pending: Vec::new(),
             }),
-            TrackerSpec::HintFault { scan_period_ns, scan_pages, tiers } => SimTracker::HintFaults(HintFaults {
+            TrackerSpec::HintFault {
+                scan_period_ns,
+                scan_pages,
+                tiers,
+            } => SimTracker::HintFaults(HintFaults {
                 scan_period_ns: (*scan_period_ns).max(1),
                 scan_pages: ((*scan_pages as f64 * scale).round() as u64).max(1),
                 tiers: tiers.clone(),
@@ -128,7 +140,10 @@ impl SimTracker {
                     let m = h.marked_at[page as usize];
                     if m != UNMARKED && now_ns >= m {
                         h.marked_at[page as usize] = UNMARKED;
-                        h.pending.push(HeatEvent::HintFault { page, time_to_fault_ns: (now_ns - m) as f64 });
+                        h.pending.push(HeatEvent::HintFault {
+                            page,
+                            time_to_fault_ns: (now_ns - m) as f64,
+                        });
                     }
                 }
             }
@@ -186,7 +201,10 @@ impl HintFaults {
             let m = self.marked_at[page as usize];
             if m != UNMARKED {
                 self.marked_at[page as usize] = UNMARKED;
-                self.pending.push(HeatEvent::HintFault { page, time_to_fault_ns: (t - m) as f64 });
+                self.pending.push(HeatEvent::HintFault {
+                    page,
+                    time_to_fault_ns: (t - m) as f64,
+                });
             }
         }
         // Scan: unmap the next `scan_pages` eligible pages, round robin.
@@ -232,7 +250,9 @@ impl AccessBits {
                     None => std::mem::replace(&mut self.touched[page], false),
                 };
                 if hit {
-                    self.pending.push(HeatEvent::Accessed { page: page as PageIdx });
+                    self.pending.push(HeatEvent::Accessed {
+                        page: page as PageIdx,
+                    });
                 }
             }
             self.last_scan_ns = self.next_scan_ns;
@@ -258,7 +278,14 @@ mod tests {
 
     #[test]
     fn pebs_counts_exactly_through_thinning() {
-        let mut t = SimTracker::new(&TrackerSpec::Pebs { sample_period: 5000 }, 4, 1000.0, 1.0);
+        let mut t = SimTracker::new(
+            &TrackerSpec::Pebs {
+                sample_period: 5000,
+            },
+            4,
+            1000.0,
+            1.0,
+        );
         for i in 0..100 {
             t.on_access(i % 4, false, 0, true);
         }
@@ -270,7 +297,14 @@ mod tests {
     #[test]
     fn pebs_samples_every_cache_line_load() {
         // 4 KiB objects: each operation is 64 line loads, so 64× the samples per operation.
-        let mut t = SimTracker::new(&TrackerSpec::Pebs { sample_period: 5000 }, 4, 10.0, 1.0);
+        let mut t = SimTracker::new(
+            &TrackerSpec::Pebs {
+                sample_period: 5000,
+            },
+            4,
+            10.0,
+            1.0,
+        );
         t.set_lines_per_op(64.0);
         for i in 0..1000 {
             t.on_access(i % 4, false, 0, true);
@@ -283,7 +317,11 @@ mod tests {
     #[test]
     fn hint_fault_time_matches_rate() {
         // One page with probability 1 at 1e6 ops/s: mean time-to-fault 1 µs.
-        let spec = TrackerSpec::HintFault { scan_period_ns: 1_000_000, scan_pages: 1, tiers: vec![TierId(0)] };
+        let spec = TrackerSpec::HintFault {
+            scan_period_ns: 1_000_000,
+            scan_pages: 1,
+            tiers: vec![TierId(0)],
+        };
         let mut t = SimTracker::new(&spec, 1, 1.0, 1.0);
         let placement = [TierId(0)];
         let probs = [1.0];
@@ -291,7 +329,13 @@ mod tests {
         let mut out = Vec::new();
         let mut now = 0;
         for _ in 0..4000 {
-            let mut ctx = EpochContext { now_ns: now, placement: &placement, probabilities: Some(&probs), ops_per_s: 1e6, rng: &mut rng };
+            let mut ctx = EpochContext {
+                now_ns: now,
+                placement: &placement,
+                probabilities: Some(&probs),
+                ops_per_s: 1e6,
+                rng: &mut rng,
+            };
             t.on_epoch(&mut ctx);
             now += 500_000;
         }
@@ -299,7 +343,9 @@ mod tests {
         let ttf: Vec<f64> = out
             .iter()
             .map(|e| match e {
-                HeatEvent::HintFault { time_to_fault_ns, .. } => *time_to_fault_ns,
+                HeatEvent::HintFault {
+                    time_to_fault_ns, ..
+                } => *time_to_fault_ns,
                 _ => panic!(),
             })
             .collect();

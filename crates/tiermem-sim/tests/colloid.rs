@@ -2,11 +2,16 @@
 //! HeMem+Colloid (the fastest base to converge). `tiermem reproduce colloid-fig5/7/8/9`
 //! produce the full figures.
 
-use tiermem_sim::reproduce::{antagonist_at, best_case, config_with, converge_s, COLLOID_GUPS_BASE};
+use tiermem_sim::reproduce::{
+    antagonist_at, best_case, config_with, converge_s, COLLOID_GUPS_BASE,
+};
 use tiermem_sim::runner;
 
 fn steady(level: u32, colloid: bool, extra: &[(&str, toml::Value)]) -> (f64, f64) {
-    let mut ov = vec![("antagonist", antagonist_at(level)), ("duration_s", toml::Value::Float(30.0))];
+    let mut ov = vec![
+        ("antagonist", antagonist_at(level)),
+        ("duration_s", toml::Value::Float(30.0)),
+    ];
     if colloid {
         ov.push(("colloid", toml::Value::Table(Default::default())));
     }
@@ -22,7 +27,10 @@ fn fig5_colloid_is_near_best_case_and_harmless_without_contention() {
     let (base0, _) = steady(0, false, &[]);
     let (col0, best0) = steady(0, true, &[]);
     // Paper: at 0× Colloid matches the base system.
-    assert!((col0 - base0).abs() / base0 < 0.02, "0×: {col0:.3e} vs {base0:.3e}");
+    assert!(
+        (col0 - base0).abs() / base0 < 0.02,
+        "0×: {col0:.3e} vs {base0:.3e}"
+    );
     assert!(col0 / best0 > 0.95);
     let (base3, _) = steady(3, false, &[]);
     let (col3, best3) = steady(3, true, &[]);
@@ -38,7 +46,11 @@ fn fig8_large_objects_gain_even_without_contention() {
     let obj = [("workload.object_size", toml::Value::Integer(4096))];
     let (base, _) = steady(0, false, &obj);
     let (col, _) = steady(0, true, &obj);
-    assert!(col / base > 1.05, "gain at 0× with 4 KiB objects only {:.3}", col / base);
+    assert!(
+        col / base > 1.05,
+        "gain at 0× with 4 KiB objects only {:.3}",
+        col / base
+    );
 }
 
 #[test]
@@ -48,7 +60,10 @@ fn fig9_converges_after_contention_jump_without_oscillation() {
     t.insert("cores".into(), toml::Value::Float(15.0));
     t.insert("start_s".into(), toml::Value::Float(20.0));
     let ov = vec![
-        ("antagonist", toml::Value::Array(vec![toml::Value::Table(t)])),
+        (
+            "antagonist",
+            toml::Value::Array(vec![toml::Value::Table(t)]),
+        ),
         ("duration_s", toml::Value::Float(60.0)),
         ("colloid", toml::Value::Table(Default::default())),
     ];
@@ -58,7 +73,10 @@ fn fig9_converges_after_contention_jump_without_oscillation() {
     let t: Vec<f64> = recs.iter().map(|r| r.t_s).collect();
     let thr: Vec<f64> = recs.iter().map(|r| r.ops_per_s).collect();
     let conv = converge_s(&t, &thr, 20.0);
-    assert!(conv <= 15.0, "HeMem+Colloid took {conv} s to converge (paper: ~10 s)");
+    assert!(
+        conv <= 15.0,
+        "HeMem+Colloid took {conv} s to converge (paper: ~10 s)"
+    );
     // No sustained oscillation: little migration over the last 20 %.
     let tail: Vec<_> = recs.iter().filter(|r| r.t_s > 48.0).collect();
     let mig: f64 = tail.iter().map(|r| r.migrated_bytes_per_s).sum();
@@ -66,7 +84,12 @@ fn fig9_converges_after_contention_jump_without_oscillation() {
     assert!(mig / app <= 0.01, "tail migration share {:.4}", mig / app);
     // And the final throughput is the 3× best case's.
     let best = {
-        let cfg3 = config_with(COLLOID_GUPS_BASE, "gups-base", &[("antagonist", tiermem_sim::reproduce::antagonist_at(3))]).unwrap();
+        let cfg3 = config_with(
+            COLLOID_GUPS_BASE,
+            "gups-base",
+            &[("antagonist", tiermem_sim::reproduce::antagonist_at(3))],
+        )
+        .unwrap();
         best_case(&cfg3).unwrap().eq.app_ops_per_s
     };
     let fin = thr[thr.len() - 50..].iter().sum::<f64>() / 50.0;
@@ -76,9 +99,24 @@ fn fig9_converges_after_contention_jump_without_oscillation() {
 #[test]
 fn deterministic_for_a_seed() {
     let run = || {
-        let cfg = config_with(COLLOID_GUPS_BASE, "gups-base", &[("duration_s", toml::Value::Float(3.0)), ("colloid", toml::Value::Table(Default::default()))]).unwrap();
+        let cfg = config_with(
+            COLLOID_GUPS_BASE,
+            "gups-base",
+            &[
+                ("duration_s", toml::Value::Float(3.0)),
+                ("colloid", toml::Value::Table(Default::default())),
+            ],
+        )
+        .unwrap();
         let r = runner::run(&cfg).unwrap();
-        (r.backend.records.iter().map(|x| x.ops_per_s).collect::<Vec<_>>(), r.counters.applied)
+        (
+            r.backend
+                .records
+                .iter()
+                .map(|x| x.ops_per_s)
+                .collect::<Vec<_>>(),
+            r.counters.applied,
+        )
     };
     assert_eq!(run(), run());
 }

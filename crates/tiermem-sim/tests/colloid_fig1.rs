@@ -10,19 +10,31 @@ fn rows(summary: &Value) -> Vec<&Value> {
 }
 
 fn num(v: &Value, k: &str) -> f64 {
-    v[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {v}"))
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
 }
 
 #[test]
 fn colloid_fig1_matches_paper_findings() {
     let dir = std::env::temp_dir().join(format!("tiermem-fig1-{}", std::process::id()));
-    let summary = tiermem_sim::reproduce::run("colloid-fig1", &dir, true).expect("reproduction runs");
+    let summary =
+        tiermem_sim::reproduce::run("colloid-fig1", &dir, true).expect("reproduction runs");
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(summary["experiment"], "colloid-fig1");
     let rows = rows(&summary);
-    assert_eq!(rows.len(), 16, "3 systems + best-case at 4 contention levels");
+    assert_eq!(
+        rows.len(),
+        16,
+        "3 systems + best-case at 4 contention levels"
+    );
     for r in &rows {
-        for k in ["throughput", "best_case_throughput", "default_tier_latency_ns", "alternate_tier_latency_ns", "default_tier_share"] {
+        for k in [
+            "throughput",
+            "best_case_throughput",
+            "default_tier_latency_ns",
+            "alternate_tier_latency_ns",
+            "default_tier_share",
+        ] {
             assert!(num(r, k).is_finite(), "{k} in {r}");
         }
     }
@@ -31,23 +43,51 @@ fn colloid_fig1_matches_paper_findings() {
         let ratio = num(r, "best_case_throughput") / num(r, "throughput");
         match c {
             // Paper: within 1.5 %, 4.6 % and 10.1 % of best-case at 0×.
-            0 => assert!(ratio <= 1.0 / 0.9, "{}: at 0× {ratio:.3} from best-case", r["system"]),
+            0 => assert!(
+                ratio <= 1.0 / 0.9,
+                "{}: at 0× {ratio:.3} from best-case",
+                r["system"]
+            ),
             // Paper: 2.3×, 2.36×, 2.46× worse than best-case at 3×.
-            3 => assert!(ratio >= 1.8, "{}: best/baseline at 3× = {ratio:.2}", r["system"]),
-            _ => assert!(ratio >= 1.0 - 1e-9, "baselines cannot beat the best static placement"),
+            3 => assert!(
+                ratio >= 1.8,
+                "{}: best/baseline at 3× = {ratio:.2}",
+                r["system"]
+            ),
+            _ => assert!(
+                ratio >= 1.0 - 1e-9,
+                "baselines cannot beat the best static placement"
+            ),
         }
         // Fig. 2b: baselines keep ≥ 75 % of the app's bandwidth on the default tier.
-        assert!(num(r, "default_tier_share") >= 0.75, "{}: share {:.2} at {c}×", r["system"], num(r, "default_tier_share"));
+        assert!(
+            num(r, "default_tier_share") >= 0.75,
+            "{}: share {:.2} at {c}×",
+            r["system"],
+            num(r, "default_tier_share")
+        );
         // Fig. 2a: the default tier is slower than the alternate tier at 2× and 3×.
         if c >= 2 {
-            assert!(num(r, "default_tier_latency_ns") > num(r, "alternate_tier_latency_ns"), "{r}");
+            assert!(
+                num(r, "default_tier_latency_ns") > num(r, "alternate_tier_latency_ns"),
+                "{r}"
+            );
         }
     }
     // Best-case moves the app's bandwidth off the default tier as contention grows (Fig. 2b:
     // 25 %, 4.5 %, 4 % at 1×, 2×, 3×).
     let best: Vec<&&Value> = rows.iter().filter(|r| r["system"] == "best-case").collect();
-    let share = |c: u64| num(best.iter().find(|r| r["contention"] == c).unwrap(), "default_tier_share");
+    let share = |c: u64| {
+        num(
+            best.iter().find(|r| r["contention"] == c).unwrap(),
+            "default_tier_share",
+        )
+    };
     assert!(share(0) > 0.75);
     assert!(share(1) < share(0) && share(2) <= share(1) && share(3) <= share(2) + 1e-9);
-    assert!(share(3) < 0.1, "best-case at 3× keeps {:.2} on the default tier", share(3));
+    assert!(
+        share(3) < 0.1,
+        "best-case at 3× keeps {:.2} on the default tier",
+        share(3)
+    );
 }

@@ -4,21 +4,29 @@ use tiermem_core::ErrorKind;
 use tiermem_sim::reproduce::COLLOID_GUPS_BASE;
 
 fn error_for(text: &str) -> String {
-    let err = tiermem_sim::simulate_toml(text, "bad.toml").err().expect("config must be rejected");
+    let err = tiermem_sim::simulate_toml(text, "bad.toml")
+        .err()
+        .expect("config must be rejected");
     assert_eq!(err.kind, ErrorKind::Config, "{err}");
     assert_eq!(err.kind.exit_code(), 2);
     err.to_string()
 }
 
 fn with(find: &str, replace: &str) -> String {
-    assert!(COLLOID_GUPS_BASE.contains(find), "base config lacks `{find}`");
+    assert!(
+        COLLOID_GUPS_BASE.contains(find),
+        "base config lacks `{find}`"
+    );
     COLLOID_GUPS_BASE.replacen(find, replace, 1)
 }
 
 #[test]
 fn unknown_field_names_its_path_and_line() {
     let msg = error_for(&with("app_cores = 15", "app_cores = 15\napp_coers = 3"));
-    assert!(msg.contains("machine") && msg.contains("app_coers"), "{msg}");
+    assert!(
+        msg.contains("machine") && msg.contains("app_coers"),
+        "{msg}"
+    );
     assert!(msg.contains("bad.toml:"), "{msg}");
 }
 
@@ -38,15 +46,27 @@ fn wrong_type_names_field() {
 fn out_of_range_values_name_field_and_range() {
     let msg = error_for(&with("duration_s = 60", "duration_s = -1"));
     assert!(msg.contains("duration_s") && msg.contains("range"), "{msg}");
-    let msg = error_for(&with("peak_bandwidth_gbps = 205", "peak_bandwidth_gbps = 0"));
-    assert!(msg.contains("machine.tiers[0].peak_bandwidth_gbps"), "{msg}");
+    let msg = error_for(&with(
+        "peak_bandwidth_gbps = 205",
+        "peak_bandwidth_gbps = 0",
+    ));
+    assert!(
+        msg.contains("machine.tiers[0].peak_bandwidth_gbps"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn bad_curve_and_size_are_explained() {
     let msg = error_for(&with("curve = \"colloid-local\"", "curve = \"fastest\""));
-    assert!(msg.contains("machine.tiers[0].curve") && msg.contains("colloid-local"), "{msg}");
-    let msg = error_for(&with("curve = \"colloid-local\"", "curve = [[0.0, 1.0], [0.5, 0.8]]"));
+    assert!(
+        msg.contains("machine.tiers[0].curve") && msg.contains("colloid-local"),
+        "{msg}"
+    );
+    let msg = error_for(&with(
+        "curve = \"colloid-local\"",
+        "curve = [[0.0, 1.0], [0.5, 0.8]]",
+    ));
     assert!(msg.contains("non-decreasing"), "{msg}");
     let msg = error_for(&with("capacity = \"32G\"", "capacity = \"32 parsecs\""));
     assert!(msg.contains("machine.tiers[0].capacity"), "{msg}");
@@ -64,7 +84,9 @@ fn unknown_policy_and_missing_section() {
 
 #[test]
 fn antagonist_on_missing_tier() {
-    let msg = error_for(&format!("{COLLOID_GUPS_BASE}\n[[antagonist]]\ntier = 5\ncores = 1\n"));
+    let msg = error_for(&format!(
+        "{COLLOID_GUPS_BASE}\n[[antagonist]]\ntier = 5\ncores = 1\n"
+    ));
     assert!(msg.contains("antagonist[0].tier"), "{msg}");
 }
 

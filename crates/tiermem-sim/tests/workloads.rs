@@ -13,7 +13,8 @@ struct TmpDir(PathBuf);
 
 impl TmpDir {
     fn new(test: &str) -> TmpDir {
-        let d = std::env::temp_dir().join(format!("tiermem-workloads-{}-{test}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("tiermem-workloads-{}-{test}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         TmpDir(d)
@@ -82,7 +83,10 @@ fn real_lackey_trace_records_convert_and_replay() {
     let log = d.path("true.lackey");
     record(&["/bin/true"], &log);
     let (lines, write_lines) = count_data_lines(&log);
-    assert!(lines > 1000, "a real program makes thousands of data accesses, got {lines}");
+    assert!(
+        lines > 1000,
+        "a real program makes thousands of data accesses, got {lines}"
+    );
     assert_eq!(trace::detect_format(&log).unwrap(), TraceFormat::Lackey);
 
     // Replay the text directly: one access per L/S/M line, in order, then finished.
@@ -107,7 +111,11 @@ fn real_lackey_trace_records_convert_and_replay() {
     assert_eq!(st.counts.stores + st.counts.modifies, write_lines);
     assert_eq!(st.header.distinct_pages, n as u64);
     assert!(st.counts.instructions > 0);
-    assert!(st.bytes_out < lines * 3, "compact: {} bytes for {lines} records", st.bytes_out);
+    assert!(
+        st.bytes_out < lines * 3,
+        "compact: {} bytes for {lines} records",
+        st.bytes_out
+    );
     assert_eq!(trace::detect_format(&bin).unwrap(), TraceFormat::Binary);
     let mut binr = TraceReplay::open(&bin, 4096, false).unwrap();
     assert_eq!(drain(&mut binr), seq_text);
@@ -120,7 +128,10 @@ fn real_lackey_trace_records_convert_and_replay() {
     assert!(big.page_count() < n as u32 && big.records() as u64 == lines);
 
     // Through the builder, looping.
-    let cfg = workload(&format!("[workload]\nkind = \"trace\"\npath = \"{}\"\nloop = true\n", bin.display()));
+    let cfg = workload(&format!(
+        "[workload]\nkind = \"trace\"\npath = \"{}\"\nloop = true\n",
+        bin.display()
+    ));
     let mut w = build(&cfg, 4096, 1.0, 1).unwrap();
     let mut rng = SmallRng::seed_from_u64(0);
     let first = w.next(&mut rng);
@@ -163,7 +174,11 @@ fn truncated_and_corrupt_binary_are_trace_errors_with_offsets() {
     let lackey = d.path("small.lackey");
     let mut text = String::from("==1== Lackey\nI  0400000,3\n");
     for i in 0..200u64 {
-        text += &format!(" L {:x},8\n S {:x},4\n", 0x10_0000 + i * 4096 * (i % 7), 0x20_0000 + i * 64);
+        text += &format!(
+            " L {:x},8\n S {:x},4\n",
+            0x10_0000 + i * 4096 * (i % 7),
+            0x20_0000 + i * 64
+        );
     }
     std::fs::write(&lackey, text).unwrap();
     let bin = d.path("small.tmt");
@@ -178,7 +193,12 @@ fn truncated_and_corrupt_binary_are_trace_errors_with_offsets() {
         let e = trace::read_binary(&p, |_, _| {}).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Trace, "{e}");
         let s = e.to_string();
-        assert!(s.contains(&p.display().to_string()) && s.contains("byte offset") && s.contains("truncated"), "{s}");
+        assert!(
+            s.contains(&p.display().to_string())
+                && s.contains("byte offset")
+                && s.contains("truncated"),
+            "{s}"
+        );
         let e = TraceReplay::open(&p, 4096, false).err().unwrap();
         assert_eq!(e.kind, ErrorKind::Trace, "{e}");
     }
@@ -195,13 +215,20 @@ fn truncated_and_corrupt_binary_are_trace_errors_with_offsets() {
     long.extend_from_slice(b"xx");
     std::fs::write(&p, &long).unwrap();
     let e = trace::read_binary(&p, |_, _| {}).unwrap_err();
-    assert!(e.to_string().contains(&format!("byte offset {}", bytes.len())), "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("byte offset {}", bytes.len())),
+        "{e}"
+    );
     // Unsupported version.
     let mut v2 = bytes.clone();
     v2[8] = 2;
     std::fs::write(&p, &v2).unwrap();
     let e = trace::read_binary(&p, |_, _| {}).unwrap_err();
-    assert!(e.to_string().contains("version 2") && e.to_string().contains("byte offset 8"), "{e}");
+    assert!(
+        e.to_string().contains("version 2") && e.to_string().contains("byte offset 8"),
+        "{e}"
+    );
     // Machine pages finer than the trace's compaction.
     let coarse = d.path("coarse.tmt");
     trace::convert_lackey(&lackey, &coarse, 2 << 20).unwrap();
@@ -213,16 +240,25 @@ fn truncated_and_corrupt_binary_are_trace_errors_with_offsets() {
 fn malformed_lackey_line_names_file_and_line() {
     let d = TmpDir::new("malformed_lackey_line_names_file_and_line");
     let p = d.path("bad.lackey");
-    std::fs::write(&p, "==7== Lackey\nI  0400000,3\n L 1ffefffd58,8\n S 1ffefffd50,8\n L zz12,8\n").unwrap();
+    std::fs::write(
+        &p,
+        "==7== Lackey\nI  0400000,3\n L 1ffefffd58,8\n S 1ffefffd50,8\n L zz12,8\n",
+    )
+    .unwrap();
     let e = TraceReplay::open(&p, 4096, false).err().unwrap();
     assert_eq!(e.kind, ErrorKind::Trace);
     assert_eq!(e.kind.exit_code(), 2);
     let s = e.to_string();
-    assert!(s.contains(&format!("{}:5:", p.display())) && s.contains(" L zz12,8"), "{s}");
+    assert!(
+        s.contains(&format!("{}:5:", p.display())) && s.contains(" L zz12,8"),
+        "{s}"
+    );
     let e = trace::convert_lackey(&p, &d.path("bad.tmt"), 4096).unwrap_err();
     assert!(e.to_string().contains(":5:"), "{e}");
     // Missing file: a Trace error naming it.
-    let e = TraceReplay::open(Path::new("/nonexistent/x.lackey"), 4096, false).err().unwrap();
+    let e = TraceReplay::open(Path::new("/nonexistent/x.lackey"), 4096, false)
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("/nonexistent/x.lackey"), "{e}");
 }
 
@@ -251,7 +287,12 @@ fn stationary_probabilities_sum_to_one_and_match_draws() {
         for _ in 0..n {
             c[w.next(&mut rng).page as usize] += 1;
         }
-        let tv: f64 = c.iter().zip(&p).map(|(&k, &q)| (k as f64 / n as f64 - q).abs()).sum::<f64>() / 2.0;
+        let tv: f64 = c
+            .iter()
+            .zip(&p)
+            .map(|(&k, &q)| (k as f64 / n as f64 - q).abs())
+            .sum::<f64>()
+            / 2.0;
         let bound = 2.0 * (p.len() as f64 / n as f64).sqrt();
         assert!(tv < bound, "{text}: total variation {tv} ≥ {bound}");
     }
@@ -298,11 +339,17 @@ fn phase_schedule_switches_distribution() {
     let p1 = w.probabilities().unwrap()[hot[0] as usize];
     assert!(p1 < p0, "hot probability dropped: {p1} vs {p0}");
     assert_eq!(w.next_change_ns(), Some(5_000_000_000));
-    assert!(w.advance_to(5_000_000_000), "the hot set moves inside the phase");
+    assert!(
+        w.advance_to(5_000_000_000),
+        "the hot set moves inside the phase"
+    );
     assert_ne!(w.hot_pages().unwrap()[0], hot[0]);
     assert!(w.advance_to(10_000_000_000));
     assert!(w.probabilities().is_none(), "a stream is ordered");
     let mut rng = SmallRng::seed_from_u64(0);
-    assert!((0..1000).all(|_| w.next(&mut rng).page < 256), "the stream covers its own 512M");
+    assert!(
+        (0..1000).all(|_| w.next(&mut rng).page < 256),
+        "the stream covers its own 512M"
+    );
     assert_eq!(w.next_change_ns(), None);
 }

@@ -67,7 +67,10 @@ fn check_page(p: *const u64, tag: u64, v: u64) -> bool {
     for i in 0..WORDS {
         let w = unsafe { p.add(i).read_volatile() };
         if w != word(tag, v, i) {
-            eprintln!("MISMATCH tag={tag:#x} version={v} word {i}: got {w:#x} want {:#x}", word(tag, v, i));
+            eprintln!(
+                "MISMATCH tag={tag:#x} version={v} word {i}: got {w:#x} want {:#x}",
+                word(tag, v, i)
+            );
             return false;
         }
     }
@@ -110,7 +113,11 @@ impl Rng {
 }
 
 fn arg(args: &[String], name: &str, default: u64) -> u64 {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn main() {
@@ -132,7 +139,16 @@ fn main() {
         let len = per * PAGE;
         let ptr = if r % 2 == 0 {
             // mmap'd region
-            let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
             assert_ne!(p, libc::MAP_FAILED, "mmap failed");
             p as usize
         } else {
@@ -146,10 +162,23 @@ fn main() {
         regions.push(RwLock::new(Region { ptr, pages: per }));
     }
     let constant_pages = (total_pages / 8).max(16);
-    let constant = unsafe { libc::mmap(std::ptr::null_mut(), constant_pages * PAGE, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+    let constant = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            constant_pages * PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
     assert_ne!(constant, libc::MAP_FAILED);
     for k in 0..constant_pages {
-        write_page((constant as usize + k * PAGE) as *mut u64, CONST_TAG | k as u64, 1);
+        write_page(
+            (constant as usize + k * PAGE) as *mut u64,
+            CONST_TAG | k as u64,
+            1,
+        );
     }
     SIG_BASE.store(constant as u64, Ordering::SeqCst);
     SIG_PAGES.store(constant_pages as u64, Ordering::SeqCst);
@@ -158,7 +187,16 @@ fn main() {
         sa.sa_sigaction = on_alarm as *const () as usize;
         sa.sa_flags = libc::SA_RESTART;
         libc::sigaction(libc::SIGALRM, &sa, std::ptr::null_mut());
-        let it = libc::itimerval { it_interval: libc::timeval { tv_sec: 0, tv_usec: 500 }, it_value: libc::timeval { tv_sec: 0, tv_usec: 500 } };
+        let it = libc::itimerval {
+            it_interval: libc::timeval {
+                tv_sec: 0,
+                tv_usec: 500,
+            },
+            it_value: libc::timeval {
+                tv_sec: 0,
+                tv_usec: 500,
+            },
+        };
         libc::setitimer(libc::ITIMER_REAL, &it, std::ptr::null_mut());
     }
     let expect: Vec<AtomicU64> = (0..nregions * per).map(|_| AtomicU64::new(0)).collect();
@@ -178,11 +216,17 @@ fn main() {
     let mut hs = Vec::new();
     for t in 0..threads {
         let sh = sh.clone();
-        hs.push(std::thread::spawn(move || worker(sh, t, seed, write_pct, per)));
+        hs.push(std::thread::spawn(move || {
+            worker(sh, t, seed, write_pct, per)
+        }));
     }
     let start = Instant::now();
     let deadline = Duration::from_secs(seconds);
-    let fork_every = if forks > 0 { deadline / (forks as u32 + 1) } else { Duration::MAX };
+    let fork_every = if forks > 0 {
+        deadline / (forks as u32 + 1)
+    } else {
+        Duration::MAX
+    };
     let mut next_fork = fork_every;
     let mut forks_done = 0;
     let mut remaps = 0;
@@ -216,15 +260,24 @@ fn main() {
                 let old = g.ptr;
                 let extra = 1 + (rng.next() as usize % 64);
                 let len = g.pages * PAGE;
-                let np = unsafe { libc::mremap(old as *mut _, len, len + extra * PAGE, libc::MREMAP_MAYMOVE) };
-                assert_ne!(np, libc::MAP_FAILED, "mremap grow failed: {}", std::io::Error::last_os_error());
+                let np = unsafe {
+                    libc::mremap(old as *mut _, len, len + extra * PAGE, libc::MREMAP_MAYMOVE)
+                };
+                assert_ne!(
+                    np,
+                    libc::MAP_FAILED,
+                    "mremap grow failed: {}",
+                    std::io::Error::last_os_error()
+                );
                 for k in 0..extra {
                     if !check_page((np as usize + len + k * PAGE) as *const u64, 0, 0) {
                         sh.mismatches.fetch_add(1, Ordering::Relaxed);
                     }
                 }
                 // Dirty the tail, then shrink it away.
-                unsafe { std::ptr::write_bytes((np as usize + len) as *mut u8, 0xAB, extra * PAGE) };
+                unsafe {
+                    std::ptr::write_bytes((np as usize + len) as *mut u8, 0xAB, extra * PAGE)
+                };
                 let np2 = unsafe { libc::mremap(np, len + extra * PAGE, len, 0) };
                 assert_eq!(np2, np, "mremap shrink moved");
                 g.ptr = np as usize;
@@ -242,11 +295,18 @@ fn main() {
             assert_eq!(unsafe { libc::mprotect(a, n * PAGE, libc::PROT_READ) }, 0);
             for k in first..first + n {
                 let tag = ((r as u64) << 32) | k as u64;
-                if !check_page((g.ptr + k * PAGE) as *const u64, tag, sh.expect[sh.base[r] + k].load(Ordering::Relaxed)) {
+                if !check_page(
+                    (g.ptr + k * PAGE) as *const u64,
+                    tag,
+                    sh.expect[sh.base[r] + k].load(Ordering::Relaxed),
+                ) {
                     sh.mismatches.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            assert_eq!(unsafe { libc::mprotect(a, n * PAGE, libc::PROT_READ | libc::PROT_WRITE) }, 0);
+            assert_eq!(
+                unsafe { libc::mprotect(a, n * PAGE, libc::PROT_READ | libc::PROT_WRITE) },
+                0
+            );
             mprotects += 1;
         }
         // MADV_DONTNEED on a run of pages: they read as zeros (version 0) afterwards.
@@ -256,7 +316,13 @@ fn main() {
             let g = sh.regions[r].read().unwrap();
             let first = rng.next() as usize % g.pages;
             let n = (1 + rng.next() as usize % 8).min(g.pages - first);
-            let rc = unsafe { libc::madvise((g.ptr + first * PAGE) as *mut _, n * PAGE, libc::MADV_DONTNEED) };
+            let rc = unsafe {
+                libc::madvise(
+                    (g.ptr + first * PAGE) as *mut _,
+                    n * PAGE,
+                    libc::MADV_DONTNEED,
+                )
+            };
             assert_eq!(rc, 0);
             for k in first..first + n {
                 sh.expect[sh.base[r] + k].store(0, Ordering::Relaxed);
@@ -280,7 +346,11 @@ fn main() {
         }
     }
     for k in 0..sh.constant_pages {
-        if !check_page((sh.constant + k * PAGE) as *const u64, CONST_TAG | k as u64, 1) {
+        if !check_page(
+            (sh.constant + k * PAGE) as *const u64,
+            CONST_TAG | k as u64,
+            1,
+        ) {
             sh.mismatches.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -288,7 +358,8 @@ fn main() {
         let off: libc::itimerval = std::mem::zeroed();
         libc::setitimer(libc::ITIMER_REAL, &off, std::ptr::null_mut());
     }
-    sh.mismatches.fetch_add(SIG_BAD.load(Ordering::Relaxed), Ordering::Relaxed);
+    sh.mismatches
+        .fetch_add(SIG_BAD.load(Ordering::Relaxed), Ordering::Relaxed);
     std::thread::sleep(Duration::from_millis(300));
     let faults = tier_faults().unwrap_or(0);
     let mm = sh.mismatches.load(Ordering::Relaxed);
@@ -307,7 +378,13 @@ fn tier_faults() -> Option<u64> {
     let dir = std::env::var("TIERMEM_RUN_DIR").unwrap_or_else(|_| "/tmp/tiermem".into());
     let text = std::fs::read_to_string(format!("{dir}/{}/stats.json", std::process::id())).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some(v["tiers"].as_array()?.iter().filter_map(|t| t["faults"].as_u64()).sum())
+    Some(
+        v["tiers"]
+            .as_array()?
+            .iter()
+            .filter_map(|t| t["faults"].as_u64())
+            .sum(),
+    )
 }
 
 fn worker(sh: Arc<Shared>, t: usize, seed: u64, write_pct: u64, per: usize) {
@@ -319,7 +396,11 @@ fn worker(sh: Arc<Shared>, t: usize, seed: u64, write_pct: u64, per: usize) {
         for _ in 0..8 {
             // Everyone reads the same few constant pages: concurrent faults on one page.
             let k = rng.next() as usize % (sh.constant_pages / 8).max(1);
-            if !check_page((sh.constant + k * PAGE) as *const u64, CONST_TAG | k as u64, 1) {
+            if !check_page(
+                (sh.constant + k * PAGE) as *const u64,
+                CONST_TAG | k as u64,
+                1,
+            ) {
                 sh.mismatches.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -327,7 +408,11 @@ fn worker(sh: Arc<Shared>, t: usize, seed: u64, write_pct: u64, per: usize) {
             let r = rng.next() as usize % nreg;
             let g = sh.regions[r].read().unwrap();
             // 70 % of accesses to a hot 10 % of my pages, the rest uniform.
-            let j = if rng.next() % 100 < 70 { rng.next() as usize % (mine / 10).max(1) } else { rng.next() as usize % mine.max(1) };
+            let j = if rng.next() % 100 < 70 {
+                rng.next() as usize % (mine / 10).max(1)
+            } else {
+                rng.next() as usize % mine.max(1)
+            };
             let k = j * sh.threads + t;
             if k >= g.pages {
                 continue;
@@ -372,7 +457,11 @@ fn fork_check(sh: &Shared, round: u64) {
             }
         }
         for k in 0..sh.constant_pages {
-            if !check_page((sh.constant + k * PAGE) as *const u64, CONST_TAG | k as u64, 1) {
+            if !check_page(
+                (sh.constant + k * PAGE) as *const u64,
+                CONST_TAG | k as u64,
+                1,
+            ) {
                 bad += 1;
             }
         }

@@ -8,7 +8,11 @@
 use std::time::Instant;
 
 fn arg(args: &[String], name: &str, default: u64) -> u64 {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn main() {
@@ -17,13 +21,25 @@ fn main() {
     let settle = arg(&args, "--settle-ms", 2000);
     let pages = mb * 256;
     let len = pages * 4096;
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
     assert_ne!(p, libc::MAP_FAILED);
     let w = p as *mut u64;
     for pg in 0..pages {
         for i in 0..512 {
             // Text-like compressibility: a few distinct words per page.
-            unsafe { w.add(pg * 512 + i).write((pg as u64) << 8 | (i % 24) as u64) };
+            unsafe {
+                w.add(pg * 512 + i)
+                    .write((pg as u64) << 8 | (i % 24) as u64)
+            };
         }
     }
     std::thread::sleep(std::time::Duration::from_millis(settle));
@@ -46,6 +62,10 @@ fn main() {
     lat.sort_unstable();
     let q = |f: f64| lat[((lat.len() as f64 * f) as usize).min(lat.len() - 1)];
     let mean = lat.iter().sum::<u64>() / lat.len() as u64;
-    println!("touch: pages={pages} p50_ns={} p99_ns={} mean_ns={mean} checksum_ok={ok}", q(0.5), q(0.99));
+    println!(
+        "touch: pages={pages} p50_ns={} p99_ns={} mean_ns={mean} checksum_ok={ok}",
+        q(0.5),
+        q(0.99)
+    );
     std::process::exit(if ok { 0 } else { 1 });
 }

@@ -9,7 +9,12 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// target/<profile>/ of the running test binary.
@@ -24,12 +29,24 @@ pub fn built() -> &'static (PathBuf, PathBuf) {
     B.get_or_init(|| {
         let dir = profile_dir();
         let mut cmd = Command::new(env!("CARGO"));
-        cmd.current_dir(workspace_root()).args(["build", "-q", "-p", "tiermem-preload", "-p", "tiermem-cli"]);
+        cmd.current_dir(workspace_root()).args([
+            "build",
+            "-q",
+            "-p",
+            "tiermem-preload",
+            "-p",
+            "tiermem-cli",
+        ]);
         if dir.file_name().and_then(|s| s.to_str()) == Some("release") {
             cmd.arg("--release");
         }
-        let st = cmd.status().expect("running cargo build for the preload library");
-        assert!(st.success(), "cargo build -p tiermem-preload -p tiermem-cli failed");
+        let st = cmd
+            .status()
+            .expect("running cargo build for the preload library");
+        assert!(
+            st.success(),
+            "cargo build -p tiermem-preload -p tiermem-cli failed"
+        );
         let so = dir.join("libtiermem_preload.so");
         let bin = dir.join("tiermem");
         assert!(so.is_file(), "{} missing after build", so.display());
@@ -48,7 +65,10 @@ pub fn stress_bin() -> PathBuf {
 
 /// True (and prints why) when heavy end-to-end tests are to be skipped.
 pub fn skip_e2e(name: &str) -> bool {
-    if std::env::var("TIERMEM_SKIP_E2E").map(|v| v == "1").unwrap_or(false) {
+    if std::env::var("TIERMEM_SKIP_E2E")
+        .map(|v| v == "1")
+        .unwrap_or(false)
+    {
         eprintln!("skipping {name}: TIERMEM_SKIP_E2E=1");
         return true;
     }
@@ -76,8 +96,18 @@ pub fn wait_timeout(mut child: Child, secs: u64, what: &str) -> Output {
             v
         })
     };
-    let out_t = drain(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
-    let err_t = drain(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+    let out_t = drain(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let err_t = drain(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
     let t0 = Instant::now();
     let status = loop {
         match child.try_wait().unwrap() {
@@ -86,17 +116,33 @@ pub fn wait_timeout(mut child: Child, secs: u64, what: &str) -> Output {
                 let _ = child.kill();
                 let _ = child.wait();
                 let (o, e) = (out_t.join().unwrap(), err_t.join().unwrap());
-                panic!("{what}: timed out after {secs}s\nstdout: {}\nstderr: {}", String::from_utf8_lossy(&o), String::from_utf8_lossy(&e));
+                panic!(
+                    "{what}: timed out after {secs}s\nstdout: {}\nstderr: {}",
+                    String::from_utf8_lossy(&o),
+                    String::from_utf8_lossy(&e)
+                );
             }
             None => std::thread::sleep(Duration::from_millis(20)),
         }
     };
-    Output { status, stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap() }
+    Output {
+        status,
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    }
 }
 
 pub fn run(mut cmd: Command, stdin: Option<&[u8]>, secs: u64, what: &str) -> Output {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
     if let Some(data) = stdin {
         let mut si = child.stdin.take().unwrap();
         let data = data.to_vec();
@@ -110,9 +156,15 @@ pub fn run(mut cmd: Command, stdin: Option<&[u8]>, secs: u64, what: &str) -> Out
 
 /// `tiermem run --dram-budget BUDGET -- argv...` with final stats written to a temp file.
 pub fn tiered(budget: &str, argv: &[&str]) -> (Command, PathBuf) {
-    let stats = std::env::temp_dir().join(format!("tiermem-test-{}-{}.json", std::process::id(), unique()));
+    let stats = std::env::temp_dir().join(format!(
+        "tiermem-test-{}-{}.json",
+        std::process::id(),
+        unique()
+    ));
     let mut cmd = Command::new(tiermem());
-    cmd.args(["run", "--dram-budget", budget, "--"]).args(argv).env("TIERMEM_STATS_OUT", &stats);
+    cmd.args(["run", "--dram-budget", budget, "--"])
+        .args(argv)
+        .env("TIERMEM_STATS_OUT", &stats);
     (cmd, stats)
 }
 
@@ -130,17 +182,28 @@ fn unique() -> u64 {
 
 /// Final stats of a tiered run (written at the program's exit).
 pub fn final_stats(path: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("no final stats at {}: {e}", path.display()));
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("no final stats at {}: {e}", path.display()));
     let _ = std::fs::remove_file(path);
     serde_json::from_str(&text).unwrap()
 }
 
 pub fn tier_faults(s: &serde_json::Value) -> u64 {
-    s["tiers"].as_array().unwrap().iter().map(|t| t["faults"].as_u64().unwrap()).sum()
+    s["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["faults"].as_u64().unwrap())
+        .sum()
 }
 
 pub fn migrations_in(s: &serde_json::Value) -> u64 {
-    s["tiers"].as_array().unwrap().iter().map(|t| t["migrations_in"].as_u64().unwrap()).sum()
+    s["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["migrations_in"].as_u64().unwrap())
+        .sum()
 }
 
 pub fn ok(o: &Output, what: &str) -> String {

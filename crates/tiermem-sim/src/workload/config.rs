@@ -259,11 +259,21 @@ impl WorkloadConfig {
         const KINDS: &str = "use kind = \"gups\", \"kv\", \"stream\", \"random\" or \"trace\"";
         let mut t = match v {
             toml::Value::Table(t) => t,
-            other => return Err(format!("expected a table with a `kind`, found a {}", other.type_str())),
+            other => {
+                return Err(format!(
+                    "expected a table with a `kind`, found a {}",
+                    other.type_str()
+                ))
+            }
         };
         let kind = match t.remove("kind") {
             Some(toml::Value::String(s)) => s,
-            Some(other) => return Err(format!("`kind`: expected a string, found a {}; {KINDS}", other.type_str())),
+            Some(other) => {
+                return Err(format!(
+                    "`kind`: expected a string, found a {}; {KINDS}",
+                    other.type_str()
+                ))
+            }
             None => return Err(format!("missing field `kind`; {KINDS}")),
         };
         Ok(match kind.as_str() {
@@ -314,9 +324,14 @@ impl WorkloadConfig {
             }
             last_t = ph.at_s;
             if ph.changes.contains_key("phases") {
-                return Err(invalid(&join(&pp, "phases"), "phases cannot nest; list every change in the top-level workload.phases"));
+                return Err(invalid(
+                    &join(&pp, "phases"),
+                    "phases cannot nest; list every change in the top-level workload.phases",
+                ));
             }
-            let table = cur.as_table_mut().expect("workload config encodes as a table");
+            let table = cur
+                .as_table_mut()
+                .expect("workload config encodes as a table");
             if let Some(k) = ph.changes.get("kind") {
                 if k.as_str() != table.get("kind").and_then(|v| v.as_str()) {
                     // A different kind keeps only the fields this phase gives.
@@ -326,8 +341,12 @@ impl WorkloadConfig {
             for (k, v) in &ph.changes {
                 table.insert(k.clone(), v.clone());
             }
-            let cfg = WorkloadConfig::from_value(cur.clone())
-                .map_err(|e| invalid(&pp, format!("{e}; a phase lists `at_s` and fields of the workload kind in force")))?;
+            let cfg = WorkloadConfig::from_value(cur.clone()).map_err(|e| {
+                invalid(
+                    &pp,
+                    format!("{e}; a phase lists `at_s` and fields of the workload kind in force"),
+                )
+            })?;
             cfg.validate_one(&pp)?;
             out.push((ph.at_s, cfg));
         }
@@ -338,11 +357,18 @@ impl WorkloadConfig {
         match self {
             WorkloadConfig::Gups(c) => c.validate(p),
             WorkloadConfig::Kv(c) => c.validate(p),
-            WorkloadConfig::Stream(c) => validate_buffer(p, &c.working_set, &c.object_size, c.write_fraction),
-            WorkloadConfig::Random(c) => validate_buffer(p, &c.working_set, &c.object_size, c.write_fraction),
+            WorkloadConfig::Stream(c) => {
+                validate_buffer(p, &c.working_set, &c.object_size, c.write_fraction)
+            }
+            WorkloadConfig::Random(c) => {
+                validate_buffer(p, &c.working_set, &c.object_size, c.write_fraction)
+            }
             WorkloadConfig::Trace(c) => {
                 if c.path.trim().is_empty() {
-                    return Err(invalid(&join(p, "path"), "is empty; give the trace file (lackey text or tiermem binary)"));
+                    return Err(invalid(
+                        &join(p, "path"),
+                        "is empty; give the trace file (lackey text or tiermem binary)",
+                    ));
                 }
                 Ok(())
             }
@@ -361,7 +387,10 @@ impl Validate for WorkloadConfig {
 fn positive_size(path: &str, s: &Size) -> Result<u64> {
     let b = s.bytes(path)?;
     if b == 0 {
-        return Err(invalid(path, "must be > 0; write e.g. \"64\", \"4K\" or \"72G\""));
+        return Err(invalid(
+            path,
+            "must be > 0; write e.g. \"64\", \"4K\" or \"72G\"",
+        ));
     }
     Ok(b)
 }
@@ -392,14 +421,23 @@ impl Validate for GupsConfig {
 impl Validate for KvConfig {
     fn validate(&self, p: &str) -> Result<()> {
         if self.keys == 0 || self.keys > u32::MAX as u64 / 2 {
-            return Err(invalid(&join(p, "keys"), format!("{} is out of range; give between 1 and {} records", self.keys, u32::MAX / 2)));
+            return Err(invalid(
+                &join(p, "keys"),
+                format!(
+                    "{} is out of range; give between 1 and {} records",
+                    self.keys,
+                    u32::MAX / 2
+                ),
+            ));
         }
         positive_size(&join(p, "value_size"), &self.value_size)?;
         self.key_size.bytes(&join(p, "key_size"))?;
         Mix::parse(&self.mix).map_err(|e| invalid(&join(p, "mix"), e))?;
         match self.distribution.as_str() {
             "zipf" => check_range(&join(p, "zipf_theta"), self.zipf_theta, 0.0, 10.0)?,
-            "gaussian" => check_range(&join(p, "gaussian_stddev"), self.gaussian_stddev, 1e-9, 1e3)?,
+            "gaussian" => {
+                check_range(&join(p, "gaussian_stddev"), self.gaussian_stddev, 1e-9, 1e3)?
+            }
             "uniform" => {}
             "hotset" => {
                 check_range(&join(p, "hot_fraction"), self.hot_fraction, 1e-9, 1.0)?;
@@ -411,11 +449,21 @@ impl Validate for KvConfig {
         }
         if let Some(m) = self.max_keys {
             if m < self.keys || m > u32::MAX as u64 / 2 {
-                return Err(invalid(&join(p, "max_keys"), format!("{m} must be at least keys ({}) and at most {}", self.keys, u32::MAX / 2)));
+                return Err(invalid(
+                    &join(p, "max_keys"),
+                    format!(
+                        "{m} must be at least keys ({}) and at most {}",
+                        self.keys,
+                        u32::MAX / 2
+                    ),
+                ));
             }
         }
         if self.max_scan_length == 0 {
-            return Err(invalid(&join(p, "max_scan_length"), "must be ≥ 1 (YCSB's default is 100)"));
+            return Err(invalid(
+                &join(p, "max_scan_length"),
+                "must be ≥ 1 (YCSB's default is 100)",
+            ));
         }
         Ok(())
     }
@@ -444,14 +492,25 @@ impl Validate for KvConfig {
 /// 1.5 M). Gaussian and uniform key popularity, GUPS, stream and random are exact.
 /// Traces are real address streams and cannot be scaled: `kind = "trace"` requires
 /// `scale = 1`.
-pub fn build(cfg: &WorkloadConfig, page_bytes: u64, scale: f64, seed: u64) -> Result<Box<dyn Workload>> {
+pub fn build(
+    cfg: &WorkloadConfig,
+    page_bytes: u64,
+    scale: f64,
+    seed: u64,
+) -> Result<Box<dyn Workload>> {
     let path = "workload";
     cfg.validate_one(path)?;
     if !(scale.is_finite() && scale > 0.0) {
-        return Err(invalid("scale", format!("{scale} must be a positive number")));
+        return Err(invalid(
+            "scale",
+            format!("{scale} must be a positive number"),
+        ));
     }
     if page_bytes == 0 || !page_bytes.is_power_of_two() {
-        return Err(invalid("machine.page_size", format!("{page_bytes} is not a power of two")));
+        return Err(invalid(
+            "machine.page_size",
+            format!("{page_bytes} is not a power of two"),
+        ));
     }
     let base = build_one(cfg, path, page_bytes, scale, seed)?;
     let phases = cfg.phase_configs(path)?;
@@ -460,7 +519,13 @@ pub fn build(cfg: &WorkloadConfig, page_bytes: u64, scale: f64, seed: u64) -> Re
     }
     let mut parts = vec![(0u64, base)];
     for (i, (at_s, pc)) in phases.into_iter().enumerate() {
-        let w = build_one(&pc, &join(path, &format!("phases[{i}]")), page_bytes, scale, seed)?;
+        let w = build_one(
+            &pc,
+            &join(path, &format!("phases[{i}]")),
+            page_bytes,
+            scale,
+            seed,
+        )?;
         parts.push(((at_s * 1e9).round() as u64, w));
     }
     Ok(Box::new(Phased::new(parts)))
@@ -483,7 +548,13 @@ fn object_bytes(path: &str, s: &Size, page_bytes: u64) -> Result<u64> {
     Ok(b)
 }
 
-fn build_one(cfg: &WorkloadConfig, p: &str, page_bytes: u64, scale: f64, seed: u64) -> Result<Box<dyn Workload>> {
+fn build_one(
+    cfg: &WorkloadConfig,
+    p: &str,
+    page_bytes: u64,
+    scale: f64,
+    seed: u64,
+) -> Result<Box<dyn Workload>> {
     Ok(match cfg {
         WorkloadConfig::Gups(c) => {
             let ws = c.working_set.bytes(&join(p, "working_set"))?;
@@ -509,11 +580,21 @@ fn build_one(cfg: &WorkloadConfig, p: &str, page_bytes: u64, scale: f64, seed: u
             let value = c.value_size.bytes(&join(p, "value_size"))?;
             let key = c.key_size.bytes(&join(p, "key_size"))?;
             let keys = ((c.keys as f64 * scale).round() as u64).max(1);
-            let max_keys = c.max_keys.map(|m| ((m as f64 * scale).round() as u64).max(keys)).unwrap_or(keys);
+            let max_keys = c
+                .max_keys
+                .map(|m| ((m as f64 * scale).round() as u64).max(keys))
+                .unwrap_or(keys);
             let dist = match c.distribution.as_str() {
-                "zipf" => KeyDist::Zipf { theta: c.zipf_theta },
-                "gaussian" => KeyDist::Gaussian { stddev_fraction: c.gaussian_stddev },
-                "hotset" => KeyDist::HotSet { hot_fraction: c.hot_fraction, hot_probability: c.hot_probability },
+                "zipf" => KeyDist::Zipf {
+                    theta: c.zipf_theta,
+                },
+                "gaussian" => KeyDist::Gaussian {
+                    stddev_fraction: c.gaussian_stddev,
+                },
+                "hotset" => KeyDist::HotSet {
+                    hot_fraction: c.hot_fraction,
+                    hot_probability: c.hot_probability,
+                },
                 _ => KeyDist::Uniform,
             };
             let spec = KvSpec {
@@ -545,7 +626,11 @@ fn build_one(cfg: &WorkloadConfig, p: &str, page_bytes: u64, scale: f64, seed: u
             if (scale - 1.0).abs() > 1e-12 {
                 return Err(invalid("scale", format!("{scale}: a trace is a real address stream and cannot be scaled; set scale = 1 (or drop it) when {p}.kind = \"trace\"")));
             }
-            Box::new(TraceReplay::open(std::path::Path::new(&c.path), page_bytes, c.looping)?)
+            Box::new(TraceReplay::open(
+                std::path::Path::new(&c.path),
+                page_bytes,
+                c.looping,
+            )?)
         }
     })
 }
@@ -567,7 +652,8 @@ mod tests {
 
     #[test]
     fn gups_example_parses_with_defaults() {
-        let w = parse("[workload]\nkind = \"gups\"\nworking_set = \"72G\"\nhot_set = \"24G\"\n").unwrap();
+        let w = parse("[workload]\nkind = \"gups\"\nworking_set = \"72G\"\nhot_set = \"24G\"\n")
+            .unwrap();
         match w {
             WorkloadConfig::Gups(g) => {
                 assert_eq!(g.hot_probability, 0.9);
@@ -580,7 +666,8 @@ mod tests {
 
     #[test]
     fn unknown_field_is_named() {
-        let e = parse("[workload]\nkind = \"gups\"\nworking_set = \"72G\"\nhot_sett = \"24G\"\n").unwrap_err();
+        let e = parse("[workload]\nkind = \"gups\"\nworking_set = \"72G\"\nhot_sett = \"24G\"\n")
+            .unwrap_err();
         assert!(e.to_string().contains("hot_sett"), "{e}");
         let e = parse("[workload]\nkind = \"gupz\"\nworking_set = \"72G\"\n").unwrap_err();
         assert!(e.to_string().contains("gupz"), "{e}");
@@ -588,11 +675,17 @@ mod tests {
 
     #[test]
     fn invalid_values_name_path_and_fix() {
-        let e = parse("[workload]\nkind = \"gups\"\nworking_set = \"1G\"\nhot_set = \"2G\"\n").unwrap_err();
+        let e = parse("[workload]\nkind = \"gups\"\nworking_set = \"1G\"\nhot_set = \"2G\"\n")
+            .unwrap_err();
         assert!(e.to_string().contains("workload.hot_set"), "{e}");
-        let e = parse("[workload]\nkind = \"kv\"\nkeys = 10\nvalue_size = 100\nmix = \"G\"\n").unwrap_err();
-        assert!(e.to_string().contains("workload.mix") && e.to_string().contains("\"A\""), "{e}");
-        let e = parse("[workload]\nkind = \"random\"\nworking_set = \"1G\"\nwrite_fraction = 2\n").unwrap_err();
+        let e = parse("[workload]\nkind = \"kv\"\nkeys = 10\nvalue_size = 100\nmix = \"G\"\n")
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("workload.mix") && e.to_string().contains("\"A\""),
+            "{e}"
+        );
+        let e = parse("[workload]\nkind = \"random\"\nworking_set = \"1G\"\nwrite_fraction = 2\n")
+            .unwrap_err();
         assert!(e.to_string().contains("workload.write_fraction"), "{e}");
     }
 
@@ -608,12 +701,22 @@ mod tests {
             }
             _ => panic!(),
         }
-        let e = parse(&format!("{base}[[workload.phases]]\nat_s = 1\nhot_probabilty = 0.5\n")).unwrap_err();
-        assert!(e.to_string().contains("workload.phases[0]") && e.to_string().contains("hot_probabilty"), "{e}");
+        let e = parse(&format!(
+            "{base}[[workload.phases]]\nat_s = 1\nhot_probabilty = 0.5\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("workload.phases[0]")
+                && e.to_string().contains("hot_probabilty"),
+            "{e}"
+        );
         let e = parse(&format!("{base}[[workload.phases]]\nat_s = 2\nhot_probability = 0.5\n[[workload.phases]]\nat_s = 1\nhot_probability = 0.6\n")).unwrap_err();
         assert!(e.to_string().contains("phases[1].at_s"), "{e}");
         // Switching kind keeps only the new phase's fields.
-        let w = parse(&format!("{base}[[workload.phases]]\nat_s = 1\nkind = \"stream\"\nworking_set = \"1G\"\n")).unwrap();
+        let w = parse(&format!(
+            "{base}[[workload.phases]]\nat_s = 1\nkind = \"stream\"\nworking_set = \"1G\"\n"
+        ))
+        .unwrap();
         assert_eq!(w.phase_configs("workload").unwrap()[0].1.kind(), "stream");
     }
 
@@ -632,13 +735,17 @@ mod tests {
             let v = toml::Value::try_from(&w).unwrap();
             assert_eq!(WorkloadConfig::from_value(v).unwrap(), w, "{e}");
             let json = serde_json::to_string(&w).unwrap();
-            assert!(json.contains(&format!("\"kind\":\"{}\"", w.kind())), "{json}");
+            assert!(
+                json.contains(&format!("\"kind\":\"{}\"", w.kind())),
+                "{json}"
+            );
         }
     }
 
     #[test]
     fn scaled_build_keeps_ratios() {
-        let w = parse("[workload]\nkind = \"gups\"\nworking_set = \"72G\"\nhot_set = \"24G\"\n").unwrap();
+        let w = parse("[workload]\nkind = \"gups\"\nworking_set = \"72G\"\nhot_set = \"24G\"\n")
+            .unwrap();
         let full = build(&w, 2 << 20, 1.0, 7).unwrap();
         let tenth = build(&w, 2 << 20, 0.1, 7).unwrap();
         assert_eq!(full.page_count(), 36864);
@@ -648,6 +755,9 @@ mod tests {
         assert!((hf - ht).abs() < 1e-3, "{hf} vs {ht}");
         let big = parse("[workload]\nkind = \"gups\"\nworking_set = \"1G\"\nhot_set = 0\nobject_size = \"8K\"\n").unwrap();
         let e = build(&big, 4096, 1.0, 7).err().unwrap();
-        assert!(e.to_string().contains("workload.object_size") && e.to_string().contains("page_size"), "{e}");
+        assert!(
+            e.to_string().contains("workload.object_size") && e.to_string().contains("page_size"),
+            "{e}"
+        );
     }
 }

@@ -51,8 +51,16 @@ impl Gups {
         let n = s.pages.max(1);
         let hot_len = s.hot_pages.min(n);
         let mut rng = SmallRng::seed_from_u64(s.seed ^ 0x6075_0000_0000_0001);
-        let hot_start = if hot_len == 0 { 0 } else { rng.gen_range(0..=n - hot_len) };
-        let p = if hot_len == 0 { 0.0 } else { s.hot_probability.clamp(0.0, 1.0) };
+        let hot_start = if hot_len == 0 {
+            0
+        } else {
+            rng.gen_range(0..=n - hot_len)
+        };
+        let p = if hot_len == 0 {
+            0.0
+        } else {
+            s.hot_probability.clamp(0.0, 1.0)
+        };
         let lines = lines_for(s.object_bytes);
         let label = format!(
             "gups(ws={}, hot={}, p={}, obj={}B, w={})",
@@ -68,7 +76,10 @@ impl Gups {
             hot_start,
             hot_threshold: threshold(p),
             write: WriteDraw::new(s.write_fraction),
-            shape: OpShape { lines_per_op: lines, written_lines_per_op: lines as f64 * s.write_fraction.clamp(0.0, 1.0) },
+            shape: OpShape {
+                lines_per_op: lines,
+                written_lines_per_op: lines as f64 * s.write_fraction.clamp(0.0, 1.0),
+            },
             probs: vec![0.0; n as usize],
             hot_probability: p,
             move_at_ns: s.move_at_ns,
@@ -86,7 +97,9 @@ impl Gups {
         if self.hot_len > 0 {
             let hot = self.hot_probability / self.hot_len as f64 + cold;
             let s = self.hot_start as usize;
-            self.probs[s..s + self.hot_len as usize].iter_mut().for_each(|x| *x = hot);
+            self.probs[s..s + self.hot_len as usize]
+                .iter_mut()
+                .for_each(|x| *x = hot);
         }
     }
 
@@ -104,9 +117,13 @@ impl Gups {
             return;
         }
         let last = n - h; // largest start
-        // Disjoint starts: [0, old - h] and [old + h, last].
+                          // Disjoint starts: [0, old - h] and [old + h, last].
         let left = if old >= h { old - h + 1 } else { 0 }; // count of starts in [0, old-h]
-        let right = if old + h <= last { last - (old + h) + 1 } else { 0 };
+        let right = if old + h <= last {
+            last - (old + h) + 1
+        } else {
+            0
+        };
         self.hot_start = if left + right > 0 {
             let k = self.rng.gen_range(0..left + right);
             if k < left {
@@ -153,8 +170,15 @@ impl Workload for Gups {
     fn next(&mut self, rng: &mut SmallRng) -> Access {
         let r = rng.next_u64();
         let r2 = rng.next_u64();
-        let page = if r < self.hot_threshold { self.hot_start + index_from(r2, self.hot_len) } else { index_from(r2, self.n) };
-        Access { page, write: self.write.draw(rng) }
+        let page = if r < self.hot_threshold {
+            self.hot_start + index_from(r2, self.hot_len)
+        } else {
+            index_from(r2, self.n)
+        };
+        Access {
+            page,
+            write: self.write.draw(rng),
+        }
     }
     fn hot_pages(&self) -> Option<Vec<PageIdx>> {
         Some((self.hot_start..self.hot_start + self.hot_len).collect())
@@ -197,7 +221,10 @@ mod tests {
         let got = in_hot as f64 / n as f64;
         // Binomial standard deviation; 5 sigma.
         let sd = (expect * (1.0 - expect) / n as f64).sqrt();
-        assert!((got - expect).abs() < 5.0 * sd, "hot fraction {got} vs {expect} ± {sd}");
+        assert!(
+            (got - expect).abs() < 5.0 * sd,
+            "hot fraction {got} vs {expect} ± {sd}"
+        );
         let p = g.probabilities().unwrap();
         let sum: f64 = p.iter().sum();
         assert!((sum - 1.0).abs() < 1e-9, "{sum}");
@@ -215,7 +242,10 @@ mod tests {
         assert!(!g.advance_to(5000));
         let after = g.hot_pages().unwrap();
         assert_eq!(after.len(), 1000);
-        assert!(after.iter().all(|p| !before.contains(p)), "moved set overlaps the old one");
+        assert!(
+            after.iter().all(|p| !before.contains(p)),
+            "moved set overlaps the old one"
+        );
         let p = g.probabilities().unwrap();
         assert!(p[after[0] as usize] > p[before[0] as usize]);
         assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9);
@@ -233,7 +263,13 @@ mod tests {
         s.object_bytes = 200;
         let (mut a, mut b) = (Gups::new(&s), Gups::new(&s));
         assert_eq!(a.hot_start(), b.hot_start());
-        assert_eq!(a.op_shape(), OpShape { lines_per_op: 4, written_lines_per_op: 2.0 });
+        assert_eq!(
+            a.op_shape(),
+            OpShape {
+                lines_per_op: 4,
+                written_lines_per_op: 2.0
+            }
+        );
         let (mut ra, mut rb) = (SmallRng::seed_from_u64(5), SmallRng::seed_from_u64(5));
         let writes = (0..10_000)
             .map(|_| {

@@ -87,9 +87,14 @@ impl Mix {
             "E" => Mix::E,
             "F" => Mix::F,
             _ => {
-                let bad = || format!("`{s}` is not a YCSB core workload or a read:update ratio; use \"A\", \"B\", \"C\", \"D\", \"E\", \"F\" or e.g. \"90:10\"");
+                let bad = || {
+                    format!("`{s}` is not a YCSB core workload or a read:update ratio; use \"A\", \"B\", \"C\", \"D\", \"E\", \"F\" or e.g. \"90:10\"")
+                };
                 let (r, u) = t.split_once(':').ok_or_else(bad)?;
-                let (r, u): (f64, f64) = (r.trim().parse().map_err(|_| bad())?, u.trim().parse().map_err(|_| bad())?);
+                let (r, u): (f64, f64) = (
+                    r.trim().parse().map_err(|_| bad())?,
+                    u.trim().parse().map_err(|_| bad())?,
+                );
                 if !(r.is_finite() && u.is_finite() && r >= 0.0 && u >= 0.0 && r + u > 0.0) {
                     return Err(bad());
                 }
@@ -100,15 +105,45 @@ impl Mix {
 
     /// From YCSB's `workloads/workload[a-f]`.
     pub fn proportions(self) -> Proportions {
-        let z = Proportions { read: 0.0, update: 0.0, insert: 0.0, scan: 0.0, read_modify_write: 0.0 };
+        let z = Proportions {
+            read: 0.0,
+            update: 0.0,
+            insert: 0.0,
+            scan: 0.0,
+            read_modify_write: 0.0,
+        };
         match self {
-            Mix::A => Proportions { read: 0.5, update: 0.5, ..z },
-            Mix::B => Proportions { read: 0.95, update: 0.05, ..z },
+            Mix::A => Proportions {
+                read: 0.5,
+                update: 0.5,
+                ..z
+            },
+            Mix::B => Proportions {
+                read: 0.95,
+                update: 0.05,
+                ..z
+            },
             Mix::C => Proportions { read: 1.0, ..z },
-            Mix::D => Proportions { read: 0.95, insert: 0.05, ..z },
-            Mix::E => Proportions { scan: 0.95, insert: 0.05, ..z },
-            Mix::F => Proportions { read: 0.5, read_modify_write: 0.5, ..z },
-            Mix::ReadUpdate(u) => Proportions { read: 1.0 - u, update: u, ..z },
+            Mix::D => Proportions {
+                read: 0.95,
+                insert: 0.05,
+                ..z
+            },
+            Mix::E => Proportions {
+                scan: 0.95,
+                insert: 0.05,
+                ..z
+            },
+            Mix::F => Proportions {
+                read: 0.5,
+                read_modify_write: 0.5,
+                ..z
+            },
+            Mix::ReadUpdate(u) => Proportions {
+                read: 1.0 - u,
+                update: u,
+                ..z
+            },
         }
     }
 
@@ -121,13 +156,20 @@ impl Mix {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum KeyDist {
     /// `P(rank k) ∝ (k+1)^-θ`.
-    Zipf { theta: f64 },
+    Zipf {
+        theta: f64,
+    },
     /// Normal around the middle key, standard deviation `stddev_fraction · keys`.
-    Gaussian { stddev_fraction: f64 },
+    Gaussian {
+        stddev_fraction: f64,
+    },
     Uniform,
     /// The first `hot_fraction` of the ranks drawn uniformly with `hot_probability`, the
     /// rest uniformly otherwise (HeMemKV, Colloid §5.3: 20 % hot keys, 90 %).
-    HotSet { hot_fraction: f64, hot_probability: f64 },
+    HotSet {
+        hot_fraction: f64,
+        hot_probability: f64,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -187,8 +229,16 @@ impl Kv {
         let keys = s.keys.max(1);
         let cap = s.max_keys.max(keys);
         let rec = s.record_bytes.max(1);
-        let (per_page, span) = if rec <= s.page_bytes { ((s.page_bytes / rec) as u32, 1) } else { (0, rec.div_ceil(s.page_bytes) as u32) };
-        let n_pages_u64 = if per_page > 0 { (cap as u64).div_ceil(per_page as u64) } else { cap as u64 * span as u64 };
+        let (per_page, span) = if rec <= s.page_bytes {
+            ((s.page_bytes / rec) as u32, 1)
+        } else {
+            (0, rec.div_ceil(s.page_bytes) as u32)
+        };
+        let n_pages_u64 = if per_page > 0 {
+            (cap as u64).div_ceil(per_page as u64)
+        } else {
+            cap as u64 * span as u64
+        };
         if n_pages_u64 >= u32::MAX as u64 {
             return Err(format!("{n_pages_u64} pages exceed the simulator's page space; use fewer keys or larger pages"));
         }
@@ -218,22 +268,39 @@ impl Kv {
         let lines = lines_for(rec);
         let max_scan = s.max_scan_length.max(1);
         let (write_thr, written) = match s.mix {
-            Mix::A | Mix::B | Mix::C | Mix::ReadUpdate(_) => (threshold(pr.update), pr.update * lines as f64),
-            Mix::F => (threshold(pr.read_modify_write), pr.read_modify_write * lines as f64),
+            Mix::A | Mix::B | Mix::C | Mix::ReadUpdate(_) => {
+                (threshold(pr.update), pr.update * lines as f64)
+            }
+            Mix::F => (
+                threshold(pr.read_modify_write),
+                pr.read_modify_write * lines as f64,
+            ),
             Mix::D => (threshold(pr.insert), pr.insert * lines as f64),
             Mix::E => {
                 // Per record visit: inserts / (scans · mean length + inserts); the mean
                 // length ignores scans cut short at the end of the key space.
                 let mean_len = (1.0 + max_scan as f64) / 2.0;
-                (threshold(pr.insert), pr.insert / (pr.scan * mean_len + pr.insert) * lines as f64)
+                (
+                    threshold(pr.insert),
+                    pr.insert / (pr.scan * mean_len + pr.insert) * lines as f64,
+                )
             }
         };
         let dist_label = match s.dist {
-            KeyDist::Zipf { theta } => format!("zipf {theta}{}", if perm.is_some() { " scrambled" } else { "" }),
+            KeyDist::Zipf { theta } => format!(
+                "zipf {theta}{}",
+                if perm.is_some() { " scrambled" } else { "" }
+            ),
             KeyDist::Gaussian { stddev_fraction } => format!("gaussian sd={stddev_fraction}·keys"),
             KeyDist::Uniform => "uniform".into(),
-            KeyDist::HotSet { hot_fraction, hot_probability } => {
-                format!("hot set {hot_fraction}·keys at {hot_probability}{}", if perm.is_some() { " scrambled" } else { "" })
+            KeyDist::HotSet {
+                hot_fraction,
+                hot_probability,
+            } => {
+                format!(
+                    "hot set {hot_fraction}·keys at {hot_probability}{}",
+                    if perm.is_some() { " scrambled" } else { "" }
+                )
             }
         };
         let mut kv = Kv {
@@ -253,9 +320,15 @@ impl Kv {
             scan_left: 0,
             max_scan,
             last: KvOp::Read,
-            shape: OpShape { lines_per_op: lines, written_lines_per_op: written },
+            shape: OpShape {
+                lines_per_op: lines,
+                written_lines_per_op: written,
+            },
             label: match s.mix {
-                Mix::ReadUpdate(u) => format!("kv(read:update {:.3}:{u:.3}, {keys} keys of {rec} B, {dist_label})", 1.0 - u),
+                Mix::ReadUpdate(u) => format!(
+                    "kv(read:update {:.3}:{u:.3}, {keys} keys of {rec} B, {dist_label})",
+                    1.0 - u
+                ),
                 m => format!("kv(ycsb-{m:?}, {keys} keys of {rec} B, {dist_label})"),
             },
         };
@@ -315,10 +388,17 @@ impl Kv {
                 w.iter_mut().for_each(|x| *x /= total);
             }
             KeyDist::Uniform => w.iter_mut().for_each(|x| *x = 1.0 / n as f64),
-            KeyDist::HotSet { hot_fraction, hot_probability } => {
+            KeyDist::HotSet {
+                hot_fraction,
+                hot_probability,
+            } => {
                 let h = ((hot_fraction * n as f64).round() as usize).clamp(1, n);
                 let p = if h == n { 1.0 } else { hot_probability };
-                let cold = if h < n { (1.0 - p) / (n - h) as f64 } else { 0.0 };
+                let cold = if h < n {
+                    (1.0 - p) / (n - h) as f64
+                } else {
+                    0.0
+                };
                 for (k, x) in w.iter_mut().enumerate() {
                     *x = if k < h { p / h as f64 } else { cold };
                 }
@@ -336,7 +416,9 @@ impl Kv {
             } else {
                 let first = slot as usize * self.span as usize;
                 let each = pr / self.span as f64;
-                p[first..first + self.span as usize].iter_mut().for_each(|x| *x += each);
+                p[first..first + self.span as usize]
+                    .iter_mut()
+                    .for_each(|x| *x += each);
             }
         }
         p
@@ -398,20 +480,29 @@ impl Workload for Kv {
                     (true, Mix::F) => KvOp::ReadModifyWrite,
                     (true, _) => KvOp::Update,
                 };
-                Access { page: self.sampler.sample(rng), write }
+                Access {
+                    page: self.sampler.sample(rng),
+                    write,
+                }
             }
             Mix::D => {
                 if rng.next_u64() < self.write_thr {
                     self.last = KvOp::Insert;
                     self.latest = self.insert_slot();
-                    Access { page: self.page_of(self.latest, rng), write: true }
+                    Access {
+                        page: self.page_of(self.latest, rng),
+                        write: true,
+                    }
                 } else {
                     self.last = KvOp::Read;
                     // The record `z` inserts before the latest: slots are allocated in
                     // order around the ring 0..cap, and at least `keys > z` are filled.
                     let z = self.rank(rng);
                     let slot = (self.latest + self.cap - z) % self.cap;
-                    Access { page: self.page_of(slot, rng), write: false }
+                    Access {
+                        page: self.page_of(slot, rng),
+                        write: false,
+                    }
                 }
             }
             Mix::E => {
@@ -419,7 +510,10 @@ impl Workload for Kv {
                     if rng.next_u64() < self.write_thr {
                         self.last = KvOp::Insert;
                         let slot = self.insert_slot();
-                        return Access { page: self.page_of(slot, rng), write: true };
+                        return Access {
+                            page: self.page_of(slot, rng),
+                            write: true,
+                        };
                     }
                     self.last = KvOp::Scan;
                     let start = self.slot_of_rank(self.rank(rng));
@@ -430,7 +524,10 @@ impl Workload for Kv {
                 let slot = self.scan_slot;
                 self.scan_slot += 1;
                 self.scan_left -= 1;
-                Access { page: self.page_of(slot, rng), write: false }
+                Access {
+                    page: self.page_of(slot, rng),
+                    write: false,
+                }
             }
         }
     }
@@ -441,19 +538,38 @@ mod tests {
     use super::*;
 
     fn spec(mix: Mix, dist: KeyDist, keys: u32, scramble: bool) -> KvSpec {
-        KvSpec { keys, max_keys: keys, record_bytes: 4096, page_bytes: 4096, mix, dist, scramble, max_scan_length: 100, seed: 9 }
+        KvSpec {
+            keys,
+            max_keys: keys,
+            record_bytes: 4096,
+            page_bytes: 4096,
+            mix,
+            dist,
+            scramble,
+            max_scan_length: 100,
+            seed: 9,
+        }
     }
 
     #[test]
     fn ycsb_mix_write_ratios() {
         let zipf = KeyDist::Zipf { theta: 0.99 };
         let n = 200_000;
-        for (mix, want) in [(Mix::A, 0.5), (Mix::B, 0.05), (Mix::C, 0.0), (Mix::D, 0.05), (Mix::F, 0.5)] {
+        for (mix, want) in [
+            (Mix::A, 0.5),
+            (Mix::B, 0.05),
+            (Mix::C, 0.0),
+            (Mix::D, 0.05),
+            (Mix::F, 0.5),
+        ] {
             let mut kv = Kv::new(&spec(mix, zipf, 10_000, true)).unwrap();
             let mut rng = SmallRng::seed_from_u64(1);
             let w = (0..n).filter(|_| kv.next(&mut rng).write).count() as f64 / n as f64;
             let sd = (want * (1.0 - want) / n as f64).sqrt().max(1e-9);
-            assert!((w - want).abs() <= 5.0 * sd, "{mix:?}: write fraction {w} vs {want}");
+            assert!(
+                (w - want).abs() <= 5.0 * sd,
+                "{mix:?}: write fraction {w} vs {want}"
+            );
             assert_eq!(kv.probabilities().is_some(), mix.stationary());
             if let Some(p) = kv.probabilities() {
                 assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9);
@@ -478,7 +594,10 @@ mod tests {
         let ins = inserts as f64 / (scans + inserts) as f64;
         assert!((ins - 0.05).abs() < 0.005, "E insert share {ins}");
         let mean_len = (visits - inserts) as f64 / scans as f64;
-        assert!((mean_len - 50.5).abs() < 2.0, "E mean scan length {mean_len}");
+        assert!(
+            (mean_len - 50.5).abs() < 2.0,
+            "E mean scan length {mean_len}"
+        );
     }
 
     #[test]
@@ -493,14 +612,24 @@ mod tests {
             assert!((kv.probabilities().unwrap()[top_page as usize] - top).abs() < 1e-12);
             let mut rng = SmallRng::seed_from_u64(3);
             let n = 1_000_000;
-            let hits = (0..n).filter(|_| kv.next(&mut rng).page == top_page).count() as f64 / n as f64;
+            let hits = (0..n)
+                .filter(|_| kv.next(&mut rng).page == top_page)
+                .count() as f64
+                / n as f64;
             let sd = (top * (1.0 - top) / n as f64).sqrt();
-            assert!((hits - top).abs() < 5.0 * sd, "top key {hits} vs 1/H = {top}");
+            assert!(
+                (hits - top).abs() < 5.0 * sd,
+                "top key {hits} vs 1/H = {top}"
+            );
             // Second rank too: 2^-θ / H.
             let p2 = 2f64.powf(-theta) / h;
             let second = kv.slot_of_rank(1);
-            let hits2 = (0..n).filter(|_| kv.next(&mut rng).page == second).count() as f64 / n as f64;
-            assert!((hits2 - p2).abs() < 5.0 * (p2 / n as f64).sqrt(), "second key {hits2} vs {p2}");
+            let hits2 =
+                (0..n).filter(|_| kv.next(&mut rng).page == second).count() as f64 / n as f64;
+            assert!(
+                (hits2 - p2).abs() < 5.0 * (p2 / n as f64).sqrt(),
+                "second key {hits2} vs {p2}"
+            );
         }
         // Scrambling scatters the 10 hottest keys (unscrambled they are pages 0..10).
         let kv = Kv::new(&spec(Mix::C, KeyDist::Zipf { theta }, keys, true)).unwrap();
@@ -512,42 +641,96 @@ mod tests {
     fn gaussian_spread_matches() {
         let keys = 6000u32;
         let frac = 0.05; // sd = 300 keys
-        let mut kv = Kv::new(&spec(Mix::C, KeyDist::Gaussian { stddev_fraction: frac }, keys, false)).unwrap();
+        let mut kv = Kv::new(&spec(
+            Mix::C,
+            KeyDist::Gaussian {
+                stddev_fraction: frac,
+            },
+            keys,
+            false,
+        ))
+        .unwrap();
         let p = kv.probabilities().unwrap().to_vec();
         assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9);
         let mean_p: f64 = p.iter().enumerate().map(|(k, x)| k as f64 * x).sum();
-        let sd_p = p.iter().enumerate().map(|(k, x)| (k as f64 - mean_p).powi(2) * x).sum::<f64>().sqrt();
+        let sd_p = p
+            .iter()
+            .enumerate()
+            .map(|(k, x)| (k as f64 - mean_p).powi(2) * x)
+            .sum::<f64>()
+            .sqrt();
         // Untruncated at ±10 sd: sd² + 1/12 (rounding).
-        assert!((sd_p - (300f64.powi(2) + 1.0 / 12.0).sqrt()).abs() < 0.01, "{sd_p}");
+        assert!(
+            (sd_p - (300f64.powi(2) + 1.0 / 12.0).sqrt()).abs() < 0.01,
+            "{sd_p}"
+        );
         let mut rng = SmallRng::seed_from_u64(4);
         let n = 400_000;
         let xs: Vec<f64> = (0..n).map(|_| kv.next(&mut rng).page as f64).collect();
         let mean = xs.iter().sum::<f64>() / n as f64;
         let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
-        assert!((mean - 2999.5).abs() < 5.0 * 300.0 / (n as f64).sqrt(), "mean {mean}");
+        assert!(
+            (mean - 2999.5).abs() < 5.0 * 300.0 / (n as f64).sqrt(),
+            "mean {mean}"
+        );
         assert!((sd / sd_p - 1.0).abs() < 0.01, "sd {sd} vs {sd_p}");
         // Default memtier spread (sd = range/6): truncated at ±3 sd, sd ≈ 0.9866·σ.
-        let kv = Kv::new(&spec(Mix::C, KeyDist::Gaussian { stddev_fraction: 1.0 / 6.0 }, keys, false)).unwrap();
+        let kv = Kv::new(&spec(
+            Mix::C,
+            KeyDist::Gaussian {
+                stddev_fraction: 1.0 / 6.0,
+            },
+            keys,
+            false,
+        ))
+        .unwrap();
         let p = kv.probabilities().unwrap();
         let m: f64 = p.iter().enumerate().map(|(k, x)| k as f64 * x).sum();
-        let s = p.iter().enumerate().map(|(k, x)| (k as f64 - m).powi(2) * x).sum::<f64>().sqrt();
-        assert!((s / 1000.0 - 0.9866).abs() < 0.002, "truncated sd ratio {}", s / 1000.0);
+        let s = p
+            .iter()
+            .enumerate()
+            .map(|(k, x)| (k as f64 - m).powi(2) * x)
+            .sum::<f64>()
+            .sqrt();
+        assert!(
+            (s / 1000.0 - 0.9866).abs() < 0.002,
+            "truncated sd ratio {}",
+            s / 1000.0
+        );
     }
 
     #[test]
     fn hemem_kv_hot_set_and_ratio_mix() {
         // Colloid §5.3 HeMemKV: 20 % hot keys at 90 %, GET/UPDATE 90/10.
-        let mut s = spec(Mix::parse("90:10").unwrap(), KeyDist::HotSet { hot_fraction: 0.2, hot_probability: 0.9 }, 10_000, true);
+        let mut s = spec(
+            Mix::parse("90:10").unwrap(),
+            KeyDist::HotSet {
+                hot_fraction: 0.2,
+                hot_probability: 0.9,
+            },
+            10_000,
+            true,
+        );
         s.record_bytes = 64 + 4096;
         let mut kv = Kv::new(&s).unwrap();
         assert_eq!(kv.op_shape().lines_per_op, 65);
         assert!((kv.op_shape().written_lines_per_op - 6.5).abs() < 1e-9);
-        let ranks = Kv::rank_probabilities(KeyDist::HotSet { hot_fraction: 0.2, hot_probability: 0.9 }, 10_000);
-        assert!((ranks[0] - 0.9 / 2000.0).abs() < 1e-15 && (ranks[9999] - 0.1 / 8000.0).abs() < 1e-15);
-        let hot_pages: std::collections::HashSet<u32> = (0..2000).flat_map(|r| {
-            let slot = kv.slot_of_rank(r);
-            [slot * 2, slot * 2 + 1]
-        }).collect();
+        let ranks = Kv::rank_probabilities(
+            KeyDist::HotSet {
+                hot_fraction: 0.2,
+                hot_probability: 0.9,
+            },
+            10_000,
+        );
+        assert!(
+            (ranks[0] - 0.9 / 2000.0).abs() < 1e-15 && (ranks[9999] - 0.1 / 8000.0).abs() < 1e-15
+        );
+        let hot_pages: std::collections::HashSet<u32> = (0..2000)
+            .flat_map(|r| {
+                let slot = kv.slot_of_rank(r);
+                [slot * 2, slot * 2 + 1]
+            })
+            .collect();
         let mut rng = SmallRng::seed_from_u64(12);
         let n = 400_000;
         let (mut hot, mut writes) = (0, 0);
@@ -588,7 +771,11 @@ mod tests {
         }
         let h: f64 = (1..=1000).map(|k| (k as f64).powf(-0.99)).sum();
         let f = reads_latest as f64 / reads as f64;
-        assert!((f - 1.0 / h).abs() < 0.01, "latest read share {f} vs {}", 1.0 / h);
+        assert!(
+            (f - 1.0 / h).abs() < 0.01,
+            "latest read share {f} vs {}",
+            1.0 / h
+        );
     }
 
     #[test]
@@ -628,11 +815,26 @@ mod speed {
     fn kv_next_speed() {
         for (mix, dist) in [
             (Mix::A, KeyDist::Zipf { theta: 0.99 }),
-            (Mix::C, KeyDist::Gaussian { stddev_fraction: 1.0 / 6.0 }),
+            (
+                Mix::C,
+                KeyDist::Gaussian {
+                    stddev_fraction: 1.0 / 6.0,
+                },
+            ),
             (Mix::D, KeyDist::Zipf { theta: 0.99 }),
             (Mix::E, KeyDist::Zipf { theta: 0.99 }),
         ] {
-            let s = KvSpec { keys: 1_000_000, max_keys: 1_000_000, record_bytes: 1024, page_bytes: 4096, mix, dist, scramble: true, max_scan_length: 100, seed: 1 };
+            let s = KvSpec {
+                keys: 1_000_000,
+                max_keys: 1_000_000,
+                record_bytes: 1024,
+                page_bytes: 4096,
+                mix,
+                dist,
+                scramble: true,
+                max_scan_length: 100,
+                seed: 1,
+            };
             let mut kv: Box<dyn Workload> = Box::new(Kv::new(&s).unwrap());
             let mut rng = SmallRng::seed_from_u64(1);
             let n = 20_000_000u64;
@@ -643,7 +845,10 @@ mod speed {
                 acc = acc.wrapping_add(a.page as u64 + a.write as u64);
             }
             std::hint::black_box(acc);
-            println!("kv {mix:?} {dist:?}: {:.2} ns/op", t.elapsed().as_nanos() as f64 / n as f64);
+            println!(
+                "kv {mix:?} {dist:?}: {:.2} ns/op",
+                t.elapsed().as_nanos() as f64 / n as f64
+            );
         }
     }
 }

@@ -145,11 +145,23 @@ impl AliasTable {
     /// `weights` need not be normalised; all must be finite and ≥ 0 with a positive sum.
     pub(crate) fn new(weights: &[f64]) -> AliasTable {
         let n = weights.len();
-        assert!(n > 0 && n < u32::MAX as usize, "alias table over {n} outcomes");
+        assert!(
+            n > 0 && n < u32::MAX as usize,
+            "alias table over {n} outcomes"
+        );
         let sum: f64 = weights.iter().sum();
-        assert!(sum > 0.0 && sum.is_finite(), "alias table weights sum to {sum}");
+        assert!(
+            sum > 0.0 && sum.is_finite(),
+            "alias table weights sum to {sum}"
+        );
         let mut scaled: Vec<f64> = weights.iter().map(|w| w * n as f64 / sum).collect();
-        let mut cols = vec![AliasCol { keep_below: u64::MAX, alias: 0 }; n];
+        let mut cols = vec![
+            AliasCol {
+                keep_below: u64::MAX,
+                alias: 0
+            };
+            n
+        ];
         let (mut small, mut large): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
         for (i, &s) in scaled.iter().enumerate() {
             cols[i].alias = i as u32;
@@ -162,7 +174,10 @@ impl AliasTable {
         while let (Some(&s), Some(&l)) = (small.last(), large.last()) {
             small.pop();
             large.pop();
-            cols[s as usize] = AliasCol { keep_below: threshold(scaled[s as usize]), alias: l };
+            cols[s as usize] = AliasCol {
+                keep_below: threshold(scaled[s as usize]),
+                alias: l,
+            };
             scaled[l as usize] = (scaled[l as usize] + scaled[s as usize]) - 1.0;
             if scaled[l as usize] < 1.0 {
                 small.push(l);
@@ -205,7 +220,10 @@ mod alias_tests {
         for i in 0..5 {
             let p = w[i] / 10.0;
             let sd = (p * (1.0 - p) / n as f64).sqrt();
-            assert!((c[i] as f64 / n as f64 - p).abs() <= 5.0 * sd + 1e-12, "{i}: {c:?}");
+            assert!(
+                (c[i] as f64 / n as f64 - p).abs() <= 5.0 * sd + 1e-12,
+                "{i}: {c:?}"
+            );
         }
     }
 }

@@ -17,9 +17,17 @@ pub(crate) struct Phased {
 
 impl Phased {
     pub(crate) fn new(parts: Vec<(u64, Box<dyn Workload>)>) -> Phased {
-        assert!(!parts.is_empty() && parts[0].0 == 0, "the base phase starts at 0");
+        assert!(
+            !parts.is_empty() && parts[0].0 == 0,
+            "the base phase starts at 0"
+        );
         let n = parts.iter().map(|(_, w)| w.page_count()).max().unwrap_or(1);
-        let mut p = Phased { parts, cur: 0, n, padded: None };
+        let mut p = Phased {
+            parts,
+            cur: 0,
+            n,
+            padded: None,
+        };
         p.repad();
         p
     }

@@ -21,7 +21,10 @@ impl RandomUniform {
             n,
             probs: vec![1.0 / n as f64; n as usize],
             write: WriteDraw::new(write_fraction),
-            shape: OpShape { lines_per_op: lines, written_lines_per_op: lines as f64 * write_fraction.clamp(0.0, 1.0) },
+            shape: OpShape {
+                lines_per_op: lines,
+                written_lines_per_op: lines as f64 * write_fraction.clamp(0.0, 1.0),
+            },
             object_bytes,
         }
     }
@@ -46,7 +49,10 @@ impl Workload for RandomUniform {
     #[inline]
     fn next(&mut self, rng: &mut SmallRng) -> Access {
         let page = index_from(rng.next_u64(), self.n);
-        Access { page, write: self.write.draw(rng) }
+        Access {
+            page,
+            write: self.write.draw(rng),
+        }
     }
 }
 

@@ -42,14 +42,20 @@ impl Stream {
             page: 0,
             obj: 0,
             write: WriteDraw::new(write_fraction),
-            shape: OpShape { lines_per_op: lines, written_lines_per_op: lines as f64 * write_fraction.clamp(0.0, 1.0) },
+            shape: OpShape {
+                lines_per_op: lines,
+                written_lines_per_op: lines as f64 * write_fraction.clamp(0.0, 1.0),
+            },
         }
     }
 }
 
 impl Workload for Stream {
     fn name(&self) -> String {
-        format!("stream({} pages of {} B, obj={}B)", self.n, self.page_bytes, self.object_bytes)
+        format!(
+            "stream({} pages of {} B, obj={}B)",
+            self.n, self.page_bytes, self.object_bytes
+        )
     }
     fn page_count(&self) -> u32 {
         self.n
@@ -64,11 +70,18 @@ impl Workload for Stream {
         None
     }
     fn set_accesses_per_sample(&mut self, k: f64) {
-        self.stride = if k.is_finite() && k >= 1.0 { k.round() as u64 } else { 1 };
+        self.stride = if k.is_finite() && k >= 1.0 {
+            k.round() as u64
+        } else {
+            1
+        };
     }
     #[inline]
     fn next(&mut self, rng: &mut SmallRng) -> Access {
-        let a = Access { page: self.page, write: self.write.draw(rng) };
+        let a = Access {
+            page: self.page,
+            write: self.write.draw(rng),
+        };
         self.obj += self.stride;
         if self.obj >= self.objects_per_page {
             let pages = self.obj / self.objects_per_page;
@@ -95,6 +108,12 @@ mod tests {
         s.set_accesses_per_sample(6.0);
         let pages: Vec<u32> = (0..5).map(|_| s.next(&mut rng).page).collect();
         assert_eq!(pages, vec![0, 1, 0, 1, 0]); // objects 0, 6, 12, 18, 24 of 4 per page, 3 pages
-        assert_eq!(s.op_shape(), OpShape { lines_per_op: 16, written_lines_per_op: 16.0 });
+        assert_eq!(
+            s.op_shape(),
+            OpShape {
+                lines_per_op: 16,
+                written_lines_per_op: 16.0
+            }
+        );
     }
 }

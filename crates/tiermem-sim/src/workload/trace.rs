@@ -131,7 +131,11 @@ fn trace_err(msg: impl Into<String>) -> Error {
 
 fn open(path: &Path) -> Result<File> {
     File::open(path).map_err(|e| {
-        let kind = if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::Trace } else { ErrorKind::Io };
+        let kind = if e.kind() == std::io::ErrorKind::NotFound {
+            ErrorKind::Trace
+        } else {
+            ErrorKind::Io
+        };
         Error::new(kind, format!("cannot open trace {}: {e}", path.display()))
     })
 }
@@ -148,14 +152,20 @@ pub fn detect_format(path: &Path) -> Result<TraceFormat> {
             Err(e) => return Err(Error::io(path.display(), e)),
         }
     }
-    Ok(if got == 8 && buf == MAGIC { TraceFormat::Binary } else { TraceFormat::Lackey })
+    Ok(if got == 8 && buf == MAGIC {
+        TraceFormat::Binary
+    } else {
+        TraceFormat::Lackey
+    })
 }
 
 // ---------------------------------------------------------------- lackey text
 
 /// Parse one lackey line: `Ok(None)` for lines that carry no data access (valgrind's own
 /// output, instruction fetches, blank lines), `Err(why)` for a malformed line.
-pub fn parse_lackey_line(line: &[u8]) -> std::result::Result<Option<(RecordKind, u64, u32)>, &'static str> {
+pub fn parse_lackey_line(
+    line: &[u8],
+) -> std::result::Result<Option<(RecordKind, u64, u32)>, &'static str> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.starts_with(b"==") || line.iter().all(|c| c.is_ascii_whitespace()) {
@@ -168,7 +178,11 @@ pub fn parse_lackey_line(line: &[u8]) -> std::result::Result<Option<(RecordKind,
     if let Some(sb) = rest.strip_prefix(b"SB ") {
         // Superblock marker: `SB ADDR` (hex), not a data access.
         let a = trim_end(trim_start(sb));
-        return if !a.is_empty() && a.iter().all(|c| c.is_ascii_hexdigit()) { Ok(None) } else { Err("bad superblock address") };
+        return if !a.is_empty() && a.iter().all(|c| c.is_ascii_hexdigit()) {
+            Ok(None)
+        } else {
+            Err("bad superblock address")
+        };
     }
     let (&kind, rest) = rest.split_first().ok_or("empty record")?;
     let kind = match kind {
@@ -182,7 +196,10 @@ pub fn parse_lackey_line(line: &[u8]) -> std::result::Result<Option<(RecordKind,
         return Err("expected a space after the record kind");
     }
     let rest = trim_start(rest);
-    let comma = rest.iter().position(|&c| c == b',').ok_or("expected ADDR,SIZE")?;
+    let comma = rest
+        .iter()
+        .position(|&c| c == b',')
+        .ok_or("expected ADDR,SIZE")?;
     let (addr_s, size_s) = (&rest[..comma], trim_end(&rest[comma + 1..]));
     if addr_s.is_empty() || addr_s.len() > 16 {
         return Err("bad hex address");
@@ -206,11 +223,17 @@ pub fn parse_lackey_line(line: &[u8]) -> std::result::Result<Option<(RecordKind,
 }
 
 fn trim_start(s: &[u8]) -> &[u8] {
-    let i = s.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(s.len());
+    let i = s
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(s.len());
     &s[i..]
 }
 fn trim_end(s: &[u8]) -> &[u8] {
-    let i = s.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(0, |i| i + 1);
+    let i = s
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(0, |i| i + 1);
     &s[..i]
 }
 
@@ -222,7 +245,9 @@ pub fn read_lackey(path: &Path, mut f: impl FnMut(RecordKind, u64, u32)) -> Resu
     let mut lineno = 0u64;
     loop {
         line.clear();
-        let n = r.read_until(b'\n', &mut line).map_err(|e| Error::io(path.display(), e))?;
+        let n = r
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::io(path.display(), e))?;
         if n == 0 {
             break;
         }
@@ -274,9 +299,12 @@ pub struct BinaryWriter {
 impl BinaryWriter {
     pub fn create(path: &Path, page_bytes: u64) -> Result<BinaryWriter> {
         if page_bytes == 0 || !page_bytes.is_power_of_two() {
-            return Err(Error::usage(format!("page size {page_bytes} is not a power of two; use e.g. 4K")));
+            return Err(Error::usage(format!(
+                "page size {page_bytes} is not a power of two; use e.g. 4K"
+            )));
         }
-        let f = File::create(path).map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
+        let f = File::create(path)
+            .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
         let mut w = BinaryWriter {
             out: BufWriter::with_capacity(1 << 20, f),
             path: path.display().to_string(),
@@ -327,11 +355,19 @@ impl BinaryWriter {
     }
 
     pub fn finish(mut self) -> Result<TraceHeader> {
-        let h = TraceHeader { version: VERSION, page_bytes: self.page_bytes, records: self.records, distinct_pages: self.pages.len() as u64 };
+        let h = TraceHeader {
+            version: VERSION,
+            page_bytes: self.page_bytes,
+            records: self.records,
+            distinct_pages: self.pages.len() as u64,
+        };
         let sum = self.hash.to_le_bytes();
         self.write(&sum)?;
         let path = self.path.clone();
-        let mut f = self.out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
+        let mut f = self
+            .out
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?;
         let mut head = Vec::with_capacity(HEADER_BYTES as usize);
         head.extend_from_slice(&MAGIC);
         head.extend_from_slice(&h.version.to_le_bytes());
@@ -339,7 +375,10 @@ impl BinaryWriter {
         head.extend_from_slice(&h.page_bytes.to_le_bytes());
         head.extend_from_slice(&h.records.to_le_bytes());
         head.extend_from_slice(&h.distinct_pages.to_le_bytes());
-        f.seek(SeekFrom::Start(0)).and_then(|_| f.write_all(&head)).and_then(|_| f.sync_all()).map_err(|e| Error::io(&path, e))?;
+        f.seek(SeekFrom::Start(0))
+            .and_then(|_| f.write_all(&head))
+            .and_then(|_| f.sync_all())
+            .map_err(|e| Error::io(&path, e))?;
         Ok(h)
     }
 }
@@ -377,11 +416,17 @@ fn read_header_from(src: &mut Src, p: &str) -> Result<TraceHeader> {
     for (i, h) in head.iter_mut().enumerate() {
         match src.byte().map_err(|e| Error::io(p, e))? {
             Some(b) => *h = b,
-            None => return Err(trace_err(format!("{p}: truncated header at byte offset {i}: the header is {HEADER_BYTES} bytes"))),
+            None => {
+                return Err(trace_err(format!(
+                    "{p}: truncated header at byte offset {i}: the header is {HEADER_BYTES} bytes"
+                )))
+            }
         }
     }
     if head[..8] != MAGIC {
-        return Err(trace_err(format!("{p}: not a tiermem binary trace: bad magic at byte offset 0 (expected \"TMTRACE1\")")));
+        return Err(trace_err(format!(
+            "{p}: not a tiermem binary trace: bad magic at byte offset 0 (expected \"TMTRACE1\")"
+        )));
     }
     let version = u32_at(&head, 8);
     if version != VERSION {
@@ -389,14 +434,24 @@ fn read_header_from(src: &mut Src, p: &str) -> Result<TraceHeader> {
     }
     let page_bytes = u64_at(&head, 16);
     if page_bytes == 0 || !page_bytes.is_power_of_two() {
-        return Err(trace_err(format!("{p}: corrupt header: page size {page_bytes} at byte offset 16 is not a power of two")));
+        return Err(trace_err(format!(
+            "{p}: corrupt header: page size {page_bytes} at byte offset 16 is not a power of two"
+        )));
     }
-    Ok(TraceHeader { version, page_bytes, records: u64_at(&head, 24), distinct_pages: u64_at(&head, 32) })
+    Ok(TraceHeader {
+        version,
+        page_bytes,
+        records: u64_at(&head, 24),
+        distinct_pages: u64_at(&head, 32),
+    })
 }
 
 /// Read only the header of a binary trace.
 pub fn read_header(path: &Path) -> Result<TraceHeader> {
-    let mut src = Src { r: BufReader::new(open(path)?), off: 0 };
+    let mut src = Src {
+        r: BufReader::new(open(path)?),
+        off: 0,
+    };
     read_header_from(&mut src, &path.display().to_string())
 }
 
@@ -404,7 +459,10 @@ pub fn read_header(path: &Path) -> Result<TraceHeader> {
 /// size. Verifies the record count, the checksum and that nothing follows it.
 pub fn read_binary(path: &Path, mut f: impl FnMut(u64, RecordKind)) -> Result<TraceHeader> {
     let p = path.display().to_string();
-    let mut src = Src { r: BufReader::with_capacity(1 << 20, open(path)?), off: 0 };
+    let mut src = Src {
+        r: BufReader::with_capacity(1 << 20, open(path)?),
+        off: 0,
+    };
     let h = read_header_from(&mut src, &p)?;
     let mut prev = 0u64;
     let mut hash = FNV_OFFSET;
@@ -415,16 +473,16 @@ pub fn read_binary(path: &Path, mut f: impl FnMut(u64, RecordKind)) -> Result<Tr
         loop {
             let b = match src.byte().map_err(|e| Error::io(&p, e))? {
                 Some(b) => b,
-                None => {
-                    return Err(trace_err(format!(
-                        "{p}: truncated at byte offset {}: record {i} of {} is incomplete or missing",
-                        src.off, h.records
-                    )))
-                }
+                None => return Err(trace_err(format!(
+                    "{p}: truncated at byte offset {}: record {i} of {} is incomplete or missing",
+                    src.off, h.records
+                ))),
             };
             hash = (hash ^ b as u64).wrapping_mul(FNV_PRIME);
             if shift >= 64 || (shift == 63 && b > 1) {
-                return Err(trace_err(format!("{p}: corrupt record {i} at byte offset {start}: varint longer than 64 bits")));
+                return Err(trace_err(format!(
+                    "{p}: corrupt record {i} at byte offset {start}: varint longer than 64 bits"
+                )));
             }
             v |= ((b & 0x7f) as u64) << shift;
             shift += 7;
@@ -432,8 +490,11 @@ pub fn read_binary(path: &Path, mut f: impl FnMut(u64, RecordKind)) -> Result<Tr
                 break;
             }
         }
-        let kind = RecordKind::from_flags(v & 3)
-            .ok_or_else(|| trace_err(format!("{p}: corrupt record {i} at byte offset {start}: access flags 0")))?;
+        let kind = RecordKind::from_flags(v & 3).ok_or_else(|| {
+            trace_err(format!(
+                "{p}: corrupt record {i} at byte offset {start}: access flags 0"
+            ))
+        })?;
         let page = prev.wrapping_add(unzigzag(v >> 2) as u64);
         if page > u64::MAX / h.page_bytes {
             return Err(trace_err(format!("{p}: corrupt record {i} at byte offset {start}: page {page} is outside the address space")));
@@ -450,7 +511,9 @@ pub fn read_binary(path: &Path, mut f: impl FnMut(u64, RecordKind)) -> Result<Tr
             .ok_or_else(|| trace_err(format!("{p}: truncated at byte offset {}: the 8-byte checksum after the records is missing", src.off)))?;
     }
     if u64::from_le_bytes(sum) != hash {
-        return Err(trace_err(format!("{p}: checksum mismatch at byte offset {sum_at}: the records are corrupt")));
+        return Err(trace_err(format!(
+            "{p}: checksum mismatch at byte offset {sum_at}: the records are corrupt"
+        )));
     }
     if src.byte().map_err(|e| Error::io(&p, e))?.is_some() {
         return Err(trace_err(format!("{p}: unexpected data at byte offset {} after the checksum (record count {} in the header)", sum_at + 8, h.records)));
@@ -478,7 +541,10 @@ pub fn convert_lackey(input: &Path, output: &Path, page_bytes: u64) -> Result<Co
 
 fn convert_inner(input: &Path, output: &Path, page_bytes: u64) -> Result<ConvertStats> {
     if input == output {
-        return Err(Error::usage(format!("input and output are the same file ({})", input.display())));
+        return Err(Error::usage(format!(
+            "input and output are the same file ({})",
+            input.display()
+        )));
     }
     let mut w = BinaryWriter::create(output, page_bytes)?;
     let mut err = None;
@@ -493,8 +559,14 @@ fn convert_inner(input: &Path, output: &Path, page_bytes: u64) -> Result<Convert
         return Err(e);
     }
     let header = w.finish()?;
-    let bytes_out = std::fs::metadata(output).map_err(|e| Error::io(output.display(), e))?.len();
-    Ok(ConvertStats { header, counts, bytes_out })
+    let bytes_out = std::fs::metadata(output)
+        .map_err(|e| Error::io(output.display(), e))?
+        .len();
+    Ok(ConvertStats {
+        header,
+        counts,
+        bytes_out,
+    })
 }
 
 /// What `tiermem trace info` prints.
@@ -517,15 +589,30 @@ pub fn info(path: &Path, lackey_page_bytes: u64) -> Result<TraceInfo> {
                 pages.insert(page);
             })?;
             if pages.len() as u64 != h.distinct_pages {
-                return Err(trace_err(format!("{}: header says {} distinct pages (byte offset 32) but the records touch {}", path.display(), h.distinct_pages, pages.len())));
+                return Err(trace_err(format!(
+                    "{}: header says {} distinct pages (byte offset 32) but the records touch {}",
+                    path.display(),
+                    h.distinct_pages,
+                    pages.len()
+                )));
             }
-            Ok(TraceInfo { format: TraceFormat::Binary, page_bytes: h.page_bytes, counts, distinct_pages: h.distinct_pages })
+            Ok(TraceInfo {
+                format: TraceFormat::Binary,
+                page_bytes: h.page_bytes,
+                counts,
+                distinct_pages: h.distinct_pages,
+            })
         }
         TraceFormat::Lackey => {
             let c = read_lackey(path, |_, addr, _| {
                 pages.insert(addr / lackey_page_bytes);
             })?;
-            Ok(TraceInfo { format: TraceFormat::Lackey, page_bytes: lackey_page_bytes, counts: c, distinct_pages: pages.len() as u64 })
+            Ok(TraceInfo {
+                format: TraceFormat::Lackey,
+                page_bytes: lackey_page_bytes,
+                counts: c,
+                distinct_pages: pages.len() as u64,
+            })
         }
     }
 }
@@ -533,7 +620,9 @@ pub fn info(path: &Path, lackey_page_bytes: u64) -> Result<TraceInfo> {
 /// Run `program` under valgrind lackey, writing its memory trace to `log`. Returns the
 /// program's exit status (the trace is usable whatever it is).
 pub fn record_lackey(program: &[String], log: &Path) -> Result<std::process::ExitStatus> {
-    let (prog, args) = program.split_first().ok_or_else(|| Error::usage("give the program to trace after `--`"))?;
+    let (prog, args) = program
+        .split_first()
+        .ok_or_else(|| Error::usage("give the program to trace after `--`"))?;
     std::process::Command::new("valgrind")
         .arg("--tool=lackey")
         .arg("--trace-mem=yes")
@@ -573,7 +662,9 @@ impl TraceReplay {
         let p = path.display().to_string();
         match detect_format(path)? {
             TraceFormat::Lackey => {
-                read_lackey(path, |k, addr, _| raw.push(((addr / page_bytes) << 1) | k.writes() as u64))?;
+                read_lackey(path, |k, addr, _| {
+                    raw.push(((addr / page_bytes) << 1) | k.writes() as u64)
+                })?;
             }
             TraceFormat::Binary => {
                 let h = read_header(path)?;
@@ -585,17 +676,24 @@ impl TraceReplay {
                 }
                 let ratio = page_bytes / h.page_bytes;
                 raw.reserve(h.records.min(1 << 28) as usize);
-                read_binary(path, |page, k| raw.push(((page / ratio) << 1) | k.writes() as u64))?;
+                read_binary(path, |page, k| {
+                    raw.push(((page / ratio) << 1) | k.writes() as u64)
+                })?;
             }
         }
         if raw.is_empty() {
-            return Err(trace_err(format!("{p}: no load/store/modify records to replay")));
+            return Err(trace_err(format!(
+                "{p}: no load/store/modify records to replay"
+            )));
         }
         let mut distinct: Vec<u64> = raw.iter().map(|r| r >> 1).collect();
         distinct.sort_unstable();
         distinct.dedup();
         if distinct.len() as u64 >= WRITE_BIT as u64 {
-            return Err(trace_err(format!("{p}: {} distinct pages exceed the simulator's page space; use larger pages", distinct.len())));
+            return Err(trace_err(format!(
+                "{p}: {} distinct pages exceed the simulator's page space; use larger pages",
+                distinct.len()
+            )));
         }
         let mut writes = 0u64;
         let recs: Vec<u32> = raw
@@ -606,10 +704,20 @@ impl TraceReplay {
                 dense | if r & 1 == 1 { WRITE_BIT } else { 0 }
             })
             .collect();
-        let name = path.file_name().map_or(p.clone(), |n| n.to_string_lossy().into_owned());
+        let name = path
+            .file_name()
+            .map_or(p.clone(), |n| n.to_string_lossy().into_owned());
         Ok(TraceReplay {
-            label: format!("trace({name}, {} records, {} pages{})", recs.len(), distinct.len(), if looping { ", loop" } else { "" }),
-            shape: OpShape { lines_per_op: 1, written_lines_per_op: writes as f64 / recs.len() as f64 },
+            label: format!(
+                "trace({name}, {} records, {} pages{})",
+                recs.len(),
+                distinct.len(),
+                if looping { ", loop" } else { "" }
+            ),
+            shape: OpShape {
+                lines_per_op: 1,
+                written_lines_per_op: writes as f64 / recs.len() as f64,
+            },
             recs,
             pos: 0,
             looping,
@@ -649,7 +757,10 @@ impl Workload for TraceReplay {
         } else {
             self.done = true;
         }
-        Access { page: r & !WRITE_BIT, write: r & WRITE_BIT != 0 }
+        Access {
+            page: r & !WRITE_BIT,
+            write: r & WRITE_BIT != 0,
+        }
     }
     fn finished(&self) -> bool {
         self.done
@@ -663,10 +774,22 @@ mod tests {
     #[test]
     fn lackey_lines_parse() {
         assert_eq!(parse_lackey_line(b"I  04011a0,3\n"), Ok(None));
-        assert_eq!(parse_lackey_line(b" L 1ffefffd58,8\n"), Ok(Some((RecordKind::Load, 0x1ffefffd58, 8))));
-        assert_eq!(parse_lackey_line(b" S 1ffefffd50,8"), Ok(Some((RecordKind::Store, 0x1ffefffd50, 8))));
-        assert_eq!(parse_lackey_line(b" M 0403e60,4\r\n"), Ok(Some((RecordKind::Modify, 0x403e60, 4))));
-        assert_eq!(parse_lackey_line(b"==123== Lackey, an example Valgrind tool\n"), Ok(None));
+        assert_eq!(
+            parse_lackey_line(b" L 1ffefffd58,8\n"),
+            Ok(Some((RecordKind::Load, 0x1ffefffd58, 8)))
+        );
+        assert_eq!(
+            parse_lackey_line(b" S 1ffefffd50,8"),
+            Ok(Some((RecordKind::Store, 0x1ffefffd50, 8)))
+        );
+        assert_eq!(
+            parse_lackey_line(b" M 0403e60,4\r\n"),
+            Ok(Some((RecordKind::Modify, 0x403e60, 4)))
+        );
+        assert_eq!(
+            parse_lackey_line(b"==123== Lackey, an example Valgrind tool\n"),
+            Ok(None)
+        );
         assert_eq!(parse_lackey_line(b"--123-- warning\n"), Ok(None));
         assert_eq!(parse_lackey_line(b"\n"), Ok(None));
         assert_eq!(parse_lackey_line(b"SB 04011a0\n"), Ok(None));
