@@ -23,16 +23,17 @@ impl Codec {
             ),
             None => (text, None),
         };
-        let c =
-            match name {
-                "lz4" => Codec::Lz4,
-                "zstd" => Codec::Zstd(level.unwrap_or(1)),
-                "deflate" => Codec::Deflate(level.unwrap_or(1).clamp(0, 9) as u32),
-                "lzo" => Codec::Lzo,
-                _ => return Err(format!(
+        let c = match name {
+            "lz4" => Codec::Lz4,
+            "zstd" => Codec::Zstd(level.unwrap_or(1)),
+            "deflate" => Codec::Deflate(level.unwrap_or(1).clamp(0, 9) as u32),
+            "lzo" => Codec::Lzo,
+            _ => {
+                return Err(format!(
                     "unknown codec `{text}`; expected lz4, zstd[:LEVEL], deflate[:LEVEL] or lzo"
-                )),
-            };
+                ))
+            }
+        };
         if !c.available() {
             return Err(format!(
                 "codec `{text}` is not built into this tiermem (see docs/runtime.md)"

@@ -2,7 +2,7 @@
 //! line. Passed to the preload shim as JSON in `TIERMEM_CONFIG_JSON`.
 
 use crate::codec::Codec;
-use crate::pool::AllocatorKind;
+use crate::pool::{AllocatorKind, Backing};
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{invalid, Validate};
 use tiermem_core::{parse_size, Result};
@@ -63,6 +63,12 @@ pub struct TierConfig {
     /// A page whose compressed size is not below this many bytes stays resident.
     #[serde(default = "default_max_compressed")]
     pub max_compressed_bytes: u64,
+    /// Where the pool lives: "memory" (the process's own memory); NUMA nodes later.
+    #[serde(default = "default_backing")]
+    pub backing: String,
+}
+fn default_backing() -> String {
+    "memory".into()
 }
 fn default_codec() -> String {
     "lz4".into()
@@ -137,6 +143,7 @@ fn default_tiers() -> Vec<TierConfig> {
         codec: default_codec(),
         allocator: default_allocator(),
         max_compressed_bytes: default_max_compressed(),
+        backing: default_backing(),
     }]
 }
 fn default_arena() -> String {
@@ -186,6 +193,7 @@ impl Validate for RuntimeConfig {
             Codec::parse(&t.codec).map_err(|e| invalid(&format!("{tp}.codec"), e))?;
             AllocatorKind::parse(&t.allocator)
                 .map_err(|e| invalid(&format!("{tp}.allocator"), e))?;
+            Backing::parse(&t.backing).map_err(|e| invalid(&format!("{tp}.backing"), e))?;
             if t.max_compressed_bytes == 0 || t.max_compressed_bytes > 4096 {
                 return Err(invalid(
                     &format!("{tp}.max_compressed_bytes"),
@@ -246,5 +254,24 @@ mod tests {
         .unwrap();
         let e = f.runtime.validate("runtime").unwrap_err();
         assert!(e.to_string().contains("runtime.tiers[0].codec"), "{e}");
+    }
+    #[test]
+    fn numa_backing_is_refused_by_name() {
+        let f: RuntimeFile = tiermem_core::config::from_toml_str(
+            "[runtime]\n[[runtime.tiers]]\nbacking = \"numa:1\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        let e = f.runtime.validate("runtime").unwrap_err().to_string();
+        assert!(
+            e.contains("runtime.tiers[0].backing") && e.contains("not implemented"),
+            "{e}"
+        );
+        let f: RuntimeFile = tiermem_core::config::from_toml_str(
+            "[runtime]\n[[runtime.tiers]]\nbacking = \"memory\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        f.runtime.validate("runtime").unwrap();
     }
 }

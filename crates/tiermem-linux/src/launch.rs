@@ -27,7 +27,8 @@ pub fn find_preload() -> Result<PathBuf> {
     if let Ok(p) = std::env::var("TIERMEM_PRELOAD") {
         let p = PathBuf::from(p);
         if p.is_file() {
-            return Ok(p);
+            // Absolute, so children that change directory still find it.
+            return Ok(p.canonicalize().unwrap_or(p));
         }
         return Err(Error::new(
             ErrorKind::Usage,

@@ -21,6 +21,31 @@ use serde::{Deserialize, Serialize};
 const SLAB_BYTES: usize = 16 * 1024;
 const CHUNK_BYTES: usize = 64 << 20;
 
+/// Where a pool's slabs live. Plain memory of the program's process now; a NUMA node
+/// (CXL or remote memory, slabs bound with mbind) is the seam for a later backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Backing {
+    Memory,
+}
+
+impl Backing {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "memory" => Ok(Self::Memory),
+            _ if s.starts_with("numa:") => Err(format!(
+                "backing `{s}`: NUMA-node backing is not implemented yet; use \"memory\""
+            )),
+            _ => Err(format!("unknown backing `{s}`; expected \"memory\"")),
+        }
+    }
+    /// Map `len` bytes of slab space (physical memory only for the slab pages written).
+    fn map(&self, len: usize) -> Option<usize> {
+        match self {
+            Self::Memory => sys::map_anon(len).ok(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AllocatorKind {
@@ -69,6 +94,7 @@ pub type Handle = u64;
 
 pub struct Pool {
     pub kind: AllocatorKind,
+    pub backing: Backing,
     classes: Vec<Class>,
     /// Bytes of objects stored (sum of compressed lengths).
     pub stored_bytes: u64,
@@ -82,7 +108,7 @@ pub struct Pool {
 impl Pool {
     fn new_slab(&mut self) -> Option<usize> {
         if self.chunks.is_empty() || self.chunk_used + SLAB_BYTES > CHUNK_BYTES {
-            self.chunks.push(sys::map_anon(CHUNK_BYTES).ok()?);
+            self.chunks.push(self.backing.map(CHUNK_BYTES)?);
             self.chunk_used = 0;
         }
         let s = *self.chunks.last().unwrap() + self.chunk_used;
@@ -91,7 +117,7 @@ impl Pool {
         Some(s)
     }
 
-    pub fn new(kind: AllocatorKind) -> Pool {
+    pub fn new(kind: AllocatorKind, backing: Backing) -> Pool {
         let classes = kind
             .classes()
             .into_iter()
@@ -105,6 +131,7 @@ impl Pool {
             .collect();
         Pool {
             kind,
+            backing,
             classes,
             stored_bytes: 0,
             pool_bytes: 0,
@@ -187,7 +214,7 @@ mod tests {
             AllocatorKind::Zbud,
             AllocatorKind::Z3fold,
         ] {
-            let mut p = Pool::new(kind);
+            let mut p = Pool::new(kind, Backing::Memory);
             let hs: Vec<_> = (0..1000u32)
                 .map(|i| {
                     p.store(&vec![(i % 251) as u8; 100 + (i as usize % 2000)])
@@ -212,7 +239,7 @@ mod tests {
     }
     #[test]
     fn zbud_packs_at_most_two_per_page() {
-        let mut p = Pool::new(AllocatorKind::Zbud);
+        let mut p = Pool::new(AllocatorKind::Zbud, Backing::Memory);
         for _ in 0..256 {
             p.store(&[7u8; 100]).unwrap();
         }

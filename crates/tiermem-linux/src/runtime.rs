@@ -18,7 +18,7 @@
 
 use crate::codec::Codec;
 use crate::config::{Budget, RuntimeConfig};
-use crate::pool::{AllocatorKind, Pool};
+use crate::pool::{AllocatorKind, Backing, Pool};
 use crate::stats::{Histogram, Stats, TierStats};
 use crate::sys::{self, PAGE};
 use crate::uffd::{Msg, Op, Uffd, UFFD_EVENT_PAGEFAULT, UFFD_PAGEFAULT_FLAG_WRITE};
@@ -291,6 +291,7 @@ impl Runtime {
                 codec: Codec::parse(&t.codec).unwrap_or(Codec::Lz4),
                 pool: Pool::new(
                     AllocatorKind::parse(&t.allocator).unwrap_or(AllocatorKind::Zsmalloc),
+                    Backing::parse(&t.backing).unwrap_or(Backing::Memory),
                 ),
                 max_bytes: t.max_compressed_bytes as usize,
                 pages: 0,

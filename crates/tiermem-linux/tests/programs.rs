@@ -53,6 +53,93 @@ fn python3_builds_and_hashes_a_large_structure_identically() {
     );
 }
 
+/// System calls on evicted memory: the kernel itself faults on managed pages. The buffer
+/// is pushed out of DRAM, then written to a file with write(2) (the kernel reads evicted
+/// pages) and, after being pushed out again, refilled with read(2) (the kernel writes into
+/// evicted pages). Only small buffers (unmanaged) are touched in between.
+const PY_SYSCALLS: &str = r#"
+import hashlib, json, os, sys, tempfile, time
+N = 32 << 20
+def head(i, xor):
+    return bytes(x ^ xor for x in hashlib.sha256(i.to_bytes(8, "little")).digest() * 2)
+def expect(xor):
+    h, z = hashlib.sha256(), bytes(4096 - 64)
+    for i in range(0, N, 4096):
+        h.update(head(i, xor) + z)
+    return h.hexdigest()
+def settle():
+    time.sleep(2)
+    p = os.path.join(os.environ.get("TIERMEM_RUN_DIR", "/tmp/tiermem"), str(os.getpid()), "stats.json")
+    try:
+        print("resident_mib", json.load(open(p))["resident_bytes"] >> 20, file=sys.stderr)
+    except OSError:
+        pass
+b = bytearray(N)
+for i in range(0, N, 4096):
+    b[i:i + 64] = head(i, 0)
+mv = memoryview(b)
+fd, path = tempfile.mkstemp()
+settle()
+off = 0
+while off < N:
+    off += os.write(fd, mv[off:])
+os.lseek(fd, 0, 0)
+h = hashlib.sha256()
+while c := os.read(fd, 65536):
+    h.update(c)
+print("write(2) from evicted pages:", h.hexdigest() == expect(0))
+z = bytes(4096 - 64)
+for i in range(0, N, 4096):
+    os.pwrite(fd, head(i, 0x5A) + z, i)
+settle()
+os.lseek(fd, 0, 0)
+f = os.fdopen(fd, "rb", buffering=0)
+got = 0
+while got < N:
+    got += f.readinto(mv[got:])
+print("read(2) into evicted pages:", hashlib.sha256(b).hexdigest() == expect(0x5A))
+os.unlink(path)
+"#;
+
+#[test]
+fn python3_syscalls_read_and_write_evicted_pages() {
+    if skip_e2e("python3") {
+        return;
+    }
+    require("python3", "python3");
+    let _h = heavy();
+    let argv = ["python3", "-c", PY_SYSCALLS];
+    let want = ok(
+        &run(plain(&argv), None, 300, "plain python3"),
+        "plain python3",
+    );
+    assert_eq!(
+        want.matches("True").count(),
+        2,
+        "the plain run itself is wrong: {want}"
+    );
+    let (cmd, stats) = tiered("4M", &argv);
+    let out = run(cmd, None, 300, "tiered python3");
+    let got = ok(&out, "tiered python3");
+    assert_eq!(got, want);
+    // Both system calls found the buffer (32 MiB) evicted: resident stayed near the budget.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let resident: Vec<u64> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("resident_mib ")?.trim().parse().ok())
+        .collect();
+    assert_eq!(resident.len(), 2, "no residency reports: {err}");
+    assert!(
+        resident.iter().all(|&r| r <= 12),
+        "buffer was not evicted before the system calls: {resident:?}"
+    );
+    let s = final_stats(&stats);
+    assert!(
+        tier_faults(&s) >= 2 * 8192 * 9 / 10,
+        "the kernel's accesses did not fault: {s}"
+    );
+}
+
 const SQL: &str = r#"
 CREATE TABLE t(id INTEGER PRIMARY KEY, k TEXT, v BLOB);
 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 300000)

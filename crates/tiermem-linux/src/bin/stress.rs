@@ -9,6 +9,8 @@
 //!            parent must not see them), re-checks, exits with the number of mismatches;
 //!   mremap : grows a region (maybe moving it), checks the new tail is zero, shrinks back;
 //!   madvise: MADV_DONTNEED on a page run, which must then read as zero (version 0).
+//! Workers also move pages through a pipe: write(2) from a managed page and read(2) into
+//! one, so the kernel itself faults on evicted pages (copy_from_user / copy_to_user).
 //! Exit status 0 only with zero mismatches; prints a summary line.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -61,6 +63,7 @@ struct Shared {
     stop: AtomicBool,
     mismatches: AtomicU64,
     ops: AtomicU64,
+    syscall_copies: AtomicU64,
 }
 
 fn check_page(p: *const u64, tag: u64, v: u64) -> bool {
@@ -211,6 +214,7 @@ fn main() {
         stop: AtomicBool::new(false),
         mismatches: AtomicU64::new(0),
         ops: AtomicU64::new(0),
+        syscall_copies: AtomicU64::new(0),
     });
 
     let mut hs = Vec::new();
@@ -364,10 +368,11 @@ fn main() {
     let faults = tier_faults().unwrap_or(0);
     let mm = sh.mismatches.load(Ordering::Relaxed);
     println!(
-        "stress: {} MiB, {threads} threads, {} ops, {forks_done} forks, {remaps} remaps, {dontneeds} dontneeds, {mprotects} mprotects, {} signals, tier_faults={faults}, mismatches={mm}, {:.1}s",
+        "stress: {} MiB, {threads} threads, {} ops, {forks_done} forks, {remaps} remaps, {dontneeds} dontneeds, {mprotects} mprotects, {} signals, {} pipe copies, tier_faults={faults}, mismatches={mm}, {:.1}s",
         mb,
         sh.ops.load(Ordering::Relaxed),
         SIG_COUNT.load(Ordering::Relaxed),
+        sh.syscall_copies.load(Ordering::Relaxed),
         start.elapsed().as_secs_f64()
     );
     std::process::exit(if mm == 0 { 0 } else { 1 });
@@ -387,10 +392,44 @@ fn tier_faults() -> Option<u64> {
     )
 }
 
+/// The kernel reads page `p` (write(2) into a pipe; it faults if `p` is evicted); the
+/// copy must hold version `v`.
+fn pipe_out(fds: [i32; 2], p: *const u64, buf: &mut [u64; WORDS], tag: u64, v: u64) -> bool {
+    let ok = unsafe { libc::write(fds[1], p as *const _, PAGE) } == PAGE as isize
+        && unsafe { libc::read(fds[0], buf.as_mut_ptr() as *mut _, PAGE) } == PAGE as isize;
+    if !ok {
+        eprintln!(
+            "MISMATCH: pipe copy out of tag={tag:#x}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    ok && check_page(buf.as_ptr(), tag, v)
+}
+
+/// The kernel writes version `v` into page `p` (read(2) from a pipe; it faults if `p` is
+/// evicted).
+fn pipe_in(fds: [i32; 2], p: *mut u64, buf: &mut [u64; WORDS], tag: u64, v: u64) -> bool {
+    for (i, w) in buf.iter_mut().enumerate() {
+        *w = word(tag, v, i);
+    }
+    let ok = unsafe { libc::write(fds[1], buf.as_ptr() as *const _, PAGE) } == PAGE as isize
+        && unsafe { libc::read(fds[0], p as *mut _, PAGE) } == PAGE as isize;
+    if !ok {
+        eprintln!(
+            "MISMATCH: pipe copy into tag={tag:#x}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    ok
+}
+
 fn worker(sh: Arc<Shared>, t: usize, seed: u64, write_pct: u64, per: usize) {
     let mut rng = Rng(seed.wrapping_mul(1000 + t as u64));
     let nreg = sh.regions.len();
     let mine = per / sh.threads;
+    let mut fds = [0i32; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe failed");
+    let mut buf = Box::new([0u64; WORDS]);
     while !sh.stop.load(Ordering::Relaxed) {
         let _w = sh.world.read().unwrap();
         for _ in 0..8 {
@@ -421,15 +460,35 @@ fn worker(sh: Arc<Shared>, t: usize, seed: u64, write_pct: u64, per: usize) {
             let e = &sh.expect[sh.base[r] + k];
             let v = e.load(Ordering::Relaxed);
             let p = (g.ptr + k * PAGE) as *mut u64;
-            if !check_page(p, tag, v) {
+            // 1 access in 16 goes through the kernel instead of a load/store, so the
+            // first touch of an evicted page happens inside a system call.
+            let via = rng.next() % 32;
+            let (ok, next) = match via {
+                0 => (pipe_out(fds, p, &mut buf, tag, v), v),
+                1 => (
+                    pipe_in(fds, p, &mut buf, tag, v + 1) && check_page(p, tag, v + 1),
+                    v + 1,
+                ),
+                _ => (check_page(p, tag, v), v),
+            };
+            if !ok {
                 sh.mismatches.fetch_add(1, Ordering::Relaxed);
             }
-            if rng.next() % 100 < write_pct {
+            if via < 2 {
+                sh.syscall_copies.fetch_add(1, Ordering::Relaxed);
+            }
+            if next != v {
+                e.store(next, Ordering::Relaxed);
+            } else if rng.next() % 100 < write_pct {
                 write_page(p, tag, v + 1);
                 e.store(v + 1, Ordering::Relaxed);
             }
             sh.ops.fetch_add(1, Ordering::Relaxed);
         }
+    }
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
     }
 }
 
