@@ -59,6 +59,10 @@ note() { echo "$*" | tee -a "$OUT"; }
 : > "$OUT"
 note "# Linux runtime benchmarks ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, kernel $(uname -r))"
 note ""
+# A VM guest's idle vCPUs halt at once when guest halt-polling is off, which makes every
+# cross-CPU wakeup (the userfaultfd round trip has one) slow; see docs/runtime.md.
+HALTPOLL=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+[[ -r $HALTPOLL ]] && { note "Guest halt-polling: guest_halt_poll_ns = $(cat $HALTPOLL) (cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null))."; note ""; }
 
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
