@@ -12,6 +12,13 @@ fn stress(budget: &str, args: &[&str], secs: u64) -> (String, serde_json::Value)
     let out = run(cmd, None, secs, "tiermem-stress");
     let text = ok(&out, "tiermem-stress");
     assert!(text.contains("mismatches=0"), "{text}");
+    // The runtime reports every failed move or install on stderr; a clean run has none
+    // (e.g. an mlocked page it tried to evict: the kernel refuses, the page stays).
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("tiermem["),
+        "the runtime reported problems:\n{err}"
+    );
     (text, final_stats(&stats))
 }
 

@@ -77,20 +77,21 @@ pub struct Curve {
 
 impl Curve {
     pub fn from_spec(spec: &CurveSpec) -> Result<Curve, String> {
-        let points: Vec<[f64; 2]> =
-            match spec {
-                CurveSpec::Named(n) => match n.as_str() {
-                    "colloid-local" => COLLOID_LOCAL.to_vec(),
-                    "colloid-remote" => COLLOID_REMOTE.to_vec(),
-                    "mess-skylake" => MESS_SKYLAKE.to_vec(),
-                    "flat" => FLAT.to_vec(),
-                    other => return Err(format!(
+        let points: Vec<[f64; 2]> = match spec {
+            CurveSpec::Named(n) => match n.as_str() {
+                "colloid-local" => COLLOID_LOCAL.to_vec(),
+                "colloid-remote" => COLLOID_REMOTE.to_vec(),
+                "mess-skylake" => MESS_SKYLAKE.to_vec(),
+                "flat" => FLAT.to_vec(),
+                other => {
+                    return Err(format!(
                         "unknown curve `{other}`; use one of {} or a table [[u, multiplier], ...]",
                         CURVE_NAMES.join(", ")
-                    )),
-                },
-                CurveSpec::Table(t) => t.clone(),
-            };
+                    ))
+                }
+            },
+            CurveSpec::Table(t) => t.clone(),
+        };
         Self::from_points(points)
     }
 

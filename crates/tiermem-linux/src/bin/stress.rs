@@ -8,7 +8,8 @@
 //!   fork   : the child checks every page, writes its own versions (copy-on-write: the
 //!            parent must not see them), re-checks, exits with the number of mismatches;
 //!   mremap : grows a region (maybe moving it), checks the new tail is zero, shrinks back;
-//!   madvise: MADV_DONTNEED on a page run, which must then read as zero (version 0).
+//!   madvise: MADV_DONTNEED on a page run, which must then read as zero (version 0);
+//!   mlock  : a page run locked for one round must stay in DRAM (mincore) meanwhile.
 //! Workers also move pages through a pipe: write(2) from a managed page and read(2) into
 //! one, so the kernel itself faults on evicted pages (copy_from_user / copy_to_user).
 //! Exit status 0 only with zero mismatches; prints a summary line.
@@ -236,10 +237,28 @@ fn main() {
     let mut remaps = 0;
     let mut dontneeds = 0;
     let mut mprotects = 0;
+    let mut mlocks = 0;
+    let mut locked: Option<(usize, usize)> = None;
     let mut rng = Rng(seed ^ 0xabcdef);
     let mut last_faults = 0;
     loop {
         std::thread::sleep(Duration::from_millis(200));
+        // The run locked at the end of the last round stayed in DRAM through the workers'
+        // accesses and the budget's evictions; unlock it.
+        if let Some((a, n)) = locked.take() {
+            let _w = sh.world.write().unwrap();
+            let mut vec = vec![0u8; n];
+            assert_eq!(
+                unsafe { libc::mincore(a as *mut _, n * PAGE, vec.as_mut_ptr()) },
+                0
+            );
+            let out = vec.iter().filter(|&&b| b & 1 == 0).count();
+            if out > 0 {
+                eprintln!("MISMATCH: {out} of {n} mlocked pages left DRAM");
+                sh.mismatches.fetch_add(1, Ordering::Relaxed);
+            }
+            assert_eq!(unsafe { libc::munlock(a as *const _, n * PAGE) }, 0);
+        }
         let el = start.elapsed();
         if target_faults > 0 {
             last_faults = tier_faults().unwrap_or(last_faults);
@@ -333,6 +352,18 @@ fn main() {
             }
             dontneeds += 1;
         }
+        {
+            let _w = sh.world.write().unwrap();
+            let r = (rng.next() as usize) % nregions;
+            let g = sh.regions[r].read().unwrap();
+            let first = rng.next() as usize % g.pages;
+            let n = (1 + rng.next() as usize % 16).min(g.pages - first);
+            let a = g.ptr + first * PAGE;
+            let rc = unsafe { libc::mlock(a as *const _, n * PAGE) };
+            assert_eq!(rc, 0, "mlock failed: {}", std::io::Error::last_os_error());
+            locked = Some((a, n));
+            mlocks += 1;
+        }
     }
     sh.stop.store(true, Ordering::Relaxed);
     for h in hs {
@@ -368,7 +399,7 @@ fn main() {
     let faults = tier_faults().unwrap_or(0);
     let mm = sh.mismatches.load(Ordering::Relaxed);
     println!(
-        "stress: {} MiB, {threads} threads, {} ops, {forks_done} forks, {remaps} remaps, {dontneeds} dontneeds, {mprotects} mprotects, {} signals, {} pipe copies, tier_faults={faults}, mismatches={mm}, {:.1}s",
+        "stress: {} MiB, {threads} threads, {} ops, {forks_done} forks, {remaps} remaps, {dontneeds} dontneeds, {mprotects} mprotects, {mlocks} mlocks, {} signals, {} pipe copies, tier_faults={faults}, mismatches={mm}, {:.1}s",
         mb,
         sh.ops.load(Ordering::Relaxed),
         SIG_COUNT.load(Ordering::Relaxed),

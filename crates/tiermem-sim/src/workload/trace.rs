@@ -473,10 +473,12 @@ pub fn read_binary(path: &Path, mut f: impl FnMut(u64, RecordKind)) -> Result<Tr
         loop {
             let b = match src.byte().map_err(|e| Error::io(&p, e))? {
                 Some(b) => b,
-                None => return Err(trace_err(format!(
+                None => {
+                    return Err(trace_err(format!(
                     "{p}: truncated at byte offset {}: record {i} of {} is incomplete or missing",
                     src.off, h.records
-                ))),
+                )))
+                }
             };
             hash = (hash ^ b as u64).wrapping_mul(FNV_PRIME);
             if shift >= 64 || (shift == 63 && b > 1) {
