@@ -7,6 +7,8 @@
 //! thread stops the world and:
 //!   fork   : the child checks every page, writes its own versions (copy-on-write: the
 //!            parent must not see them), re-checks, exits with the number of mismatches;
+//!            it also writes every page of a MAP_SHARED region, and the parent must see
+//!            those writes (shared memory is left alone by tiermem);
 //!   mremap : grows a region (maybe moving it), checks the new tail is zero, shrinks back;
 //!   madvise: MADV_DONTNEED on a page run, which must then read as zero (version 0);
 //!   mlock  : a page run locked for one round must stay in DRAM (mincore) meanwhile.
@@ -21,6 +23,8 @@ use std::time::{Duration, Instant};
 const PAGE: usize = 4096;
 const WORDS: usize = PAGE / 8;
 const CONST_TAG: u64 = 0xC0 << 56;
+const SHARED_TAG: u64 = 0x5A << 56;
+const SHARED_PAGES: usize = 512;
 
 fn mix(mut x: u64) -> u64 {
     x ^= x >> 33;
@@ -55,6 +59,8 @@ struct Shared {
     /// Pages written once (version 1) and then only read, by every thread: under a tiny
     /// budget several threads fault on the same evicted page at once.
     constant: usize,
+    /// A MAP_SHARED anonymous region (large enough to be managed if it were private).
+    shared: usize,
     constant_pages: usize,
     /// Expected versions, one per page of all regions (in managed memory: a Vec of u64).
     expect: Vec<AtomicU64>,
@@ -207,6 +213,18 @@ fn main() {
     let sh = Arc::new(Shared {
         regions,
         constant: constant as usize,
+        shared: unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                SHARED_PAGES * PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED, "mmap shared failed");
+            p as usize
+        },
         constant_pages,
         expect,
         base,
@@ -555,6 +573,13 @@ fn fork_check(sh: &Shared, round: u64) {
                 bad += 1;
             }
         }
+        for k in 0..SHARED_PAGES {
+            write_page(
+                (sh.shared + k * PAGE) as *mut u64,
+                SHARED_TAG | k as u64,
+                round,
+            );
+        }
         unsafe { libc::_exit(if bad == 0 { 0 } else { 1 }) };
     }
     let mut status = 0;
@@ -576,5 +601,16 @@ fn fork_check(sh: &Shared, round: u64) {
     if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
         eprintln!("fork child reported mismatches (status {status:#x})");
         sh.mismatches.fetch_add(1, Ordering::Relaxed);
+    }
+    for k in 0..SHARED_PAGES {
+        if !check_page(
+            (sh.shared + k * PAGE) as *const u64,
+            SHARED_TAG | k as u64,
+            round,
+        ) {
+            eprintln!("MISMATCH: the fork child's write to shared page {k} is not visible");
+            sh.mismatches.fetch_add(1, Ordering::Relaxed);
+            break;
+        }
     }
 }
