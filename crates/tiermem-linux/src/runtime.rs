@@ -36,8 +36,30 @@ pub const K_RESIDENT: u8 = 2;
 pub const K_STAGED: u8 = 3;
 pub const K_COMPRESSED: u8 = 4;
 
-const F_PINNED: u8 = 1;
+/// Pinned by mlock (the kernel refuses to move an mlocked page).
+const F_PIN_LOCK: u8 = 1;
 const F_INCOMPRESSIBLE: u8 = 2;
+/// Pinned by mprotect to anything but read-write (a protection change needs the page home).
+const F_PIN_PROT: u8 = 4;
+/// Either reason keeps the page in DRAM; each is cleared by its own undo (munlock,
+/// mprotect back to read-write).
+const F_PINNED: u8 = F_PIN_LOCK | F_PIN_PROT;
+
+/// Why a range is pinned in DRAM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pin {
+    Lock,
+    Protect,
+}
+
+impl Pin {
+    fn flag(self) -> u8 {
+        match self {
+            Pin::Lock => F_PIN_LOCK,
+            Pin::Protect => F_PIN_PROT,
+        }
+    }
+}
 
 /// Pages zero-filled around a first-touch fault (64 KiB): fewer faults for sequential fills.
 const FILL_CHUNK_PAGES: usize = 16;
@@ -536,13 +558,13 @@ impl Runtime {
         }
     }
 
-    pub fn unpin(&self, a: usize, len: usize) {
+    pub fn unpin(&self, a: usize, len: usize, why: Pin) {
         let mut st = lock(self);
         let s = self.idx(sys::page_down(a.max(self.arena)));
         let e =
             self.idx(sys::page_up(a.saturating_add(len)).min(self.arena + st.hwm as usize * PAGE));
         for i in s..e {
-            st.pages[i].flags &= !F_PINNED;
+            st.pages[i].flags &= !why.flag();
         }
     }
 
@@ -578,9 +600,9 @@ impl Runtime {
         unsafe { sys::madvise(a, len, advice) }
     }
 
-    /// Bring every page of [a, a+len) back to DRAM and pin (or unpin) it. Used before
+    /// Bring every page of [a, a+len) back to DRAM, pinned for `pin` if given. Used before
     /// mprotect/mlock, and (all pages) before fork.
-    pub fn untier(&self, a: usize, len: usize, pin: Option<bool>) {
+    pub fn untier(&self, a: usize, len: usize, pin: Option<Pin>) {
         let mut st = lock(self);
         let s = self.idx(sys::page_down(a.max(self.arena)));
         let e =
@@ -590,10 +612,8 @@ impl Runtime {
             if k == K_STAGED || k == K_COMPRESSED {
                 self.promote(&mut st, i, None);
             }
-            match pin {
-                Some(true) if k != K_HOLE => st.pages[i].flags |= F_PINNED,
-                Some(false) => st.pages[i].flags &= !F_PINNED,
-                _ => {}
+            if let (Some(why), true) = (pin, k != K_HOLE) {
+                st.pages[i].flags |= why.flag();
             }
         }
         self.flush_hint_dirty(&mut st);

@@ -18,7 +18,7 @@
 
 use libc::{c_int, c_void, off_t, size_t};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use tiermem_linux::runtime::{self, Runtime};
+use tiermem_linux::runtime::{self, Pin, Runtime};
 use tiermem_linux::sys::{self, PAGE};
 
 extern "C" {
@@ -421,10 +421,15 @@ pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -
     if let (Some(rt), true) = arena_of(addr as usize) {
         let _g = enter();
         if prot == libc::PROT_READ | libc::PROT_WRITE {
-            rt.unpin(addr as usize, len);
-        } else {
-            rt.untier(addr as usize, len, Some(true));
+            // Unpin only once the range is writable again: the kernel refuses to move a
+            // page out of a read-only mapping, so an eviction in between would fail.
+            let r = unsafe { sys::mprotect(addr as usize, len, prot) };
+            if r == 0 {
+                rt.unpin(addr as usize, len, Pin::Protect);
+            }
+            return neg_errno(r);
         }
+        rt.untier(addr as usize, len, Some(Pin::Protect));
     }
     neg_errno(unsafe { sys::mprotect(addr as usize, len, prot) })
 }
@@ -433,7 +438,7 @@ pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -
 pub unsafe extern "C" fn mlock(addr: *const c_void, len: size_t) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
         let _g = enter();
-        rt.untier(addr as usize, len, Some(true));
+        rt.untier(addr as usize, len, Some(Pin::Lock));
     }
     neg_errno(unsafe { libc::syscall(libc::SYS_mlock, addr, len) } as c_int)
 }
@@ -442,18 +447,21 @@ pub unsafe extern "C" fn mlock(addr: *const c_void, len: size_t) -> c_int {
 pub unsafe extern "C" fn mlock2(addr: *const c_void, len: size_t, flags: libc::c_uint) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
         let _g = enter();
-        rt.untier(addr as usize, len, Some(true));
+        rt.untier(addr as usize, len, Some(Pin::Lock));
     }
     neg_errno(unsafe { libc::syscall(libc::SYS_mlock2, addr, len, flags) } as c_int)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn munlock(addr: *const c_void, len: size_t) -> c_int {
-    if let (Some(rt), true) = arena_of(addr as usize) {
+    let r = unsafe { libc::syscall(libc::SYS_munlock, addr, len) } as c_int;
+    // After the syscall: an mlocked page cannot be moved, so unpinning first would let an
+    // eviction fail in between.
+    if let (0, (Some(rt), true)) = (r, arena_of(addr as usize)) {
         let _g = enter();
-        rt.unpin(addr as usize, len);
+        rt.unpin(addr as usize, len, Pin::Lock);
     }
-    neg_errno(unsafe { libc::syscall(libc::SYS_munlock, addr, len) } as c_int)
+    neg_errno(r)
 }
 
 #[no_mangle]
@@ -462,7 +470,7 @@ pub unsafe extern "C" fn mlockall(flags: c_int) -> c_int {
         let _g = enter();
         // Everything becomes resident and pinned; new regions stop being created.
         MIN_REGION.store(usize::MAX, Ordering::SeqCst);
-        rt.untier(rt.arena, rt.arena_pages as usize * PAGE, Some(true));
+        rt.untier(rt.arena, rt.arena_pages as usize * PAGE, Some(Pin::Lock));
     }
     neg_errno(unsafe { libc::syscall(libc::SYS_mlockall, flags) } as c_int)
 }
