@@ -40,7 +40,7 @@ help:
 	@echo "make test-fast     same, skipping heavy end-to-end tests (TIERMEM_SKIP_E2E=1)"
 	@echo "make setup         apt packages, .venv with pinned deps, release build, Python extension"
 	@echo "make bench         run scripts/bench.sh (bench/*/run.sh + timed reproductions)"
-	@echo "make docs-results  regenerate docs/results.md from $(OUT)/**/summary.json"
+	@echo "make docs-results  regenerate docs/results.md from $(OUT)/**/summary.json and bench/runtime/results.md"
 
 # ---- setup ---------------------------------------------------------------------------
 
@@ -110,7 +110,8 @@ bench: setup
 
 # out/bench holds `make bench` runs: timings, not results.
 docs-results: venv
-	PYTHONPATH=$(CURDIR)/python $(PY) -m tiermem.results_page $(OUT) docs/results.md --exclude bench
+	PYTHONPATH=$(CURDIR)/python $(PY) -m tiermem.results_page $(OUT) docs/results.md --exclude bench \
+	    --bench bench/runtime/results.md
 
 # ---- maintenance ---------------------------------------------------------------------
 

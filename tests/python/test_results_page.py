@@ -43,3 +43,15 @@ def test_results_page(tmp_path):
 def test_results_page_empty(tmp_path):
     text = results_page.build(tmp_path / "none", tmp_path / "r.md")
     assert "No results yet" in text
+
+
+def test_results_page_embeds_benchmark_pages(tmp_path):
+    bench = tmp_path / "bench" / "results.md"
+    bench.parent.mkdir()
+    bench.write_text("# Linux runtime benchmarks\n\n## Eviction\n\nevicted 10 pages/s\n")
+    missing = tmp_path / "bench" / "nope.md"
+    text = results_page.build(tmp_path / "none", tmp_path / "r.md", bench_pages=[bench, missing])
+    # headings nest one level under the page's own sections; the body is kept as is
+    assert "\n## Linux runtime benchmarks\n" in text and "\n### Eviction\n" in text
+    assert "evicted 10 pages/s" in text
+    assert f"Not run yet: `{missing}`" in text
