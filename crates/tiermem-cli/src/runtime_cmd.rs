@@ -49,22 +49,35 @@ pub struct BudgetArgs {
     pub size: String,
 }
 
-pub fn run(a: RunArgs) -> Result<i32> {
+/// `tiermem run`'s arguments turned into a validated runtime config; starts nothing.
+pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
     let mut cfg = match &a.config {
         Some(p) => RuntimeConfig::from_file(p)?,
         None => RuntimeConfig::default(),
     };
-    if let Some(b) = a.dram_budget {
-        Budget::parse(&b).map_err(|e| Error::usage(format!("--dram-budget: {e}")))?;
-        cfg.dram_budget = b;
+    if let Some(b) = &a.dram_budget {
+        Budget::parse(b).map_err(|e| Error::usage(format!("--dram-budget: {e}")))?;
+        cfg.dram_budget = b.clone();
     }
-    if let Some(c) = a.codec {
-        cfg.tiers[0].codec = c;
+    if let Some(c) = &a.codec {
+        tiermem_linux::codec::Codec::parse(c).map_err(|e| Error::usage(format!("--codec: {e}")))?;
+        cfg.tiers[0].codec = c.clone();
     }
-    if let Some(al) = a.allocator {
-        cfg.tiers[0].allocator = al;
+    if let Some(al) = &a.allocator {
+        tiermem_linux::pool::AllocatorKind::parse(al)
+            .map_err(|e| Error::usage(format!("--allocator: {e}")))?;
+        cfg.tiers[0].allocator = al.clone();
     }
     cfg.validate("runtime")?;
+    Ok(cfg)
+}
+
+pub fn run(a: RunArgs) -> Result<i32> {
+    let cfg = run_config(&a)?;
+    // The private control directory (0700, ours) must be usable before the program
+    // starts; directories of dead programs go now.
+    tiermem_linux::control::prepare_run_dir(&cfg.run_dir, &cfg.stats_mode)
+        .map_err(|e| Error::usage(format!("control directory: {e}")))?;
     tiermem_linux::launch::exec(&cfg, &a.program)
 }
 
@@ -73,10 +86,12 @@ fn alive(pid: u32) -> bool {
 }
 
 fn read(pid: u32) -> Result<Stats> {
-    let ctl = Control::new(&tiermem_linux::config::default_run_dir(), pid);
+    let ctl = Control::locate(pid);
+    let mut last = String::new();
     for _ in 0..20 {
-        if let Some(s) = ctl.read_stats() {
-            return Ok(s);
+        match ctl.read_stats() {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
         }
         if !alive(pid) {
             break;
@@ -87,8 +102,7 @@ fn read(pid: u32) -> Result<Stats> {
         return Err(Error::usage(format!("no process {pid}")));
     }
     Err(Error::usage(format!(
-        "process {pid} is not running under `tiermem run` (or has no managed memory yet): no {}",
-        ctl.dir.join("stats.json").display()
+        "process {pid} is not running under `tiermem run` (or has no managed memory yet): {last}"
     )))
 }
 
@@ -197,30 +211,35 @@ pub fn stat(a: StatArgs) -> Result<()> {
     }
 }
 
+/// Over RUN_DIR/PID/control.sock (only the program's user and root may connect).
 pub fn budget(a: BudgetArgs) -> Result<()> {
-    let b = Budget::parse(&a.size).map_err(Error::usage)?;
-    let before = read(a.pid)?;
-    let ctl = Control::new(&tiermem_linux::config::default_run_dir(), a.pid);
-    ctl.request_budget(&a.size)
-        .map_err(|e| Error::io("writing the budget request", e))?;
-    let want = b.describe();
-    for _ in 0..40 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        if let Some(s) = ctl.read_stats() {
-            if s.budget == want && s.uptime_s > before.uptime_s {
-                println!(
-                    "pid {}: DRAM budget {} -> {}",
-                    a.pid, before.budget, s.budget
-                );
-                return Ok(());
-            }
-        }
+    Budget::parse(&a.size).map_err(Error::usage)?;
+    if !alive(a.pid) {
+        return Err(Error::usage(format!("no process {}", a.pid)));
     }
-    Err(Error::new(
-        ErrorKind::Io,
-        format!(
-            "pid {} did not acknowledge the new budget within 4 s",
-            a.pid
-        ),
-    ))
+    let ctl = Control::locate(a.pid);
+    // The manager answers between two policy quanta (at most 10 s apart).
+    let answer = ctl
+        .request(
+            &format!("budget {}", a.size.trim()),
+            std::time::Duration::from_secs(15),
+        )
+        .map_err(|e| {
+            Error::usage(format!(
+                "cannot reach process {} (is it running under `tiermem run` as you?): {e}",
+                a.pid
+            ))
+        })?;
+    match answer.strip_prefix("ok budget ") {
+        Some(rest) => {
+            let (new, old) = rest.split_once("; was ").unwrap_or((rest, "?"));
+            println!("pid {}: DRAM budget {old} -> {new}", a.pid);
+            Ok(())
+        }
+        None => Err(Error::usage(format!(
+            "process {}: {}",
+            a.pid,
+            answer.strip_prefix("error ").unwrap_or(&answer)
+        ))),
+    }
 }

@@ -172,7 +172,7 @@ impl Backend for RuntimeBackend {
     }
 }
 
-/// The manager thread: engine steps, stats publication, budget requests.
+/// The manager thread: engine steps, stats publication, control socket requests.
 pub fn manager_loop(rt: &'static Runtime) {
     let policy = BudgetPolicy::new(
         rt.cfg.quantum_ms * 1_000_000,
@@ -187,7 +187,10 @@ pub fn manager_loop(rt: &'static Runtime) {
             return;
         }
     };
-    let ctl = crate::control::Control::new(&rt.cfg.run_dir, std::process::id());
+    // The control directory and socket (control.rs), created with the first managed
+    // memory; refused (one line on stderr) -> none at all, nothing written elsewhere.
+    let mut ctl: Option<crate::control::Server> = None;
+    let mut ctl_refused = false;
     let mut next_pub = 0u64;
     while !rt.stop.load(std::sync::atomic::Ordering::Relaxed) {
         let frozen = rt.lock().frozen;
@@ -198,15 +201,33 @@ pub fn manager_loop(rt: &'static Runtime) {
         if let Err(e) = engine.step(&mut backend) {
             crate::runtime::report(&format!("engine step failed: {e}"));
         }
+        let publish = rt.publish.load(std::sync::atomic::Ordering::Relaxed);
+        if let Some(c) = ctl.as_mut().filter(|_| publish) {
+            c.serve(rt);
+        }
         let now = sys::now_ns();
         if now >= next_pub {
             next_pub = now + 250_000_000;
-            if let Some(b) = ctl.take_budget_request() {
-                rt.lock().budget = b;
-            }
             let st = rt.stats();
-            if st.regions > 0 && rt.publish.load(std::sync::atomic::Ordering::Relaxed) {
-                ctl.publish(&st);
+            if st.regions > 0 && publish {
+                if ctl.is_none() && !ctl_refused {
+                    match crate::control::Server::open(
+                        &rt.cfg.run_dir,
+                        std::process::id(),
+                        &rt.cfg.stats_mode,
+                    ) {
+                        Ok(c) => ctl = Some(c),
+                        Err(e) => {
+                            ctl_refused = true;
+                            crate::runtime::report(&format!(
+                                "no control directory (no `tiermem stat`/`budget`): {e}"
+                            ));
+                        }
+                    }
+                }
+                if let Some(c) = ctl.as_mut() {
+                    c.publish(&st);
+                }
             }
         }
     }

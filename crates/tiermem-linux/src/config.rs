@@ -125,9 +125,18 @@ pub struct RuntimeConfig {
     /// Virtual address space reserved for managed regions.
     #[serde(default = "default_arena")]
     pub arena: String,
-    /// Where `stat`/`budget` find a running program: RUN_DIR/PID/.
+    /// Where `stat`/`budget` find a running program: RUN_DIR/PID/ (private to the user;
+    /// see control.rs and docs/runtime.md).
     #[serde(default = "default_run_dir")]
     pub run_dir: String,
+    /// Mode of RUN_DIR/PID/{stats.json,metrics.prom}: "0600", or "0640"/"0644" for a
+    /// Prometheus textfile collector running as another user (the directories then get
+    /// the matching r-x bits).
+    #[serde(default = "default_stats_mode")]
+    pub stats_mode: String,
+}
+fn default_stats_mode() -> String {
+    "0600".into()
 }
 fn default_budget() -> String {
     "unlimited".into()
@@ -149,8 +158,12 @@ fn default_tiers() -> Vec<TierConfig> {
 fn default_arena() -> String {
     "1T".into()
 }
+/// `$TIERMEM_RUN_DIR`, else the user's private directory (`control::private_run_dir`).
 pub fn default_run_dir() -> String {
-    std::env::var("TIERMEM_RUN_DIR").unwrap_or_else(|_| "/tmp/tiermem".into())
+    std::env::var("TIERMEM_RUN_DIR")
+        .ok()
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(crate::control::private_run_dir)
 }
 
 impl Default for RuntimeConfig {
@@ -163,6 +176,7 @@ impl Default for RuntimeConfig {
             sampler: SamplerConfig::default(),
             arena: default_arena(),
             run_dir: default_run_dir(),
+            stats_mode: default_stats_mode(),
         }
     }
 }
@@ -201,6 +215,8 @@ impl Validate for RuntimeConfig {
                 ));
             }
         }
+        crate::control::parse_stats_mode(&self.stats_mode)
+            .map_err(|e| invalid(&p("stats_mode"), e))?;
         if self.sampler.scan_period_ms == 0 {
             return Err(invalid(&p("sampler.scan_period_ms"), "must be > 0"));
         }

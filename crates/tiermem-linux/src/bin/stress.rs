@@ -429,7 +429,7 @@ fn main() {
 
 /// Faults served from compressed tiers so far, from our own stats file (if tiered).
 fn tier_faults() -> Option<u64> {
-    let dir = std::env::var("TIERMEM_RUN_DIR").unwrap_or_else(|_| "/tmp/tiermem".into());
+    let dir = tiermem_linux::config::default_run_dir();
     let text = std::fs::read_to_string(format!("{dir}/{}/stats.json", std::process::id())).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     Some(
