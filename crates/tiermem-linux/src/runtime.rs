@@ -75,6 +75,8 @@ const SPIN_NS: u64 = 30_000;
 const SPIN_MIN_NS: u64 = 2_000;
 /// A staged page not touched for this long is put back (it stays a cold-page candidate).
 const STAGE_MAX_NS: u64 = 5_000_000_000;
+/// mremap(2) flag (Linux 5.7): move the pages, leave the source mapped and empty.
+const MREMAP_DONTUNMAP: i32 = 4;
 
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Page {
@@ -516,9 +518,14 @@ impl Runtime {
 
     /// munmap(2) of a managed range: every page becomes a hole, its data dropped.
     pub fn release(&self, a: usize, len: usize) -> i32 {
+        let mut st = lock(self);
+        self.release_locked(&mut st, a, len);
+        0
+    }
+
+    fn release_locked(&self, st: &mut State, a: usize, len: usize) {
         let a0 = sys::page_down(a);
         let end = sys::page_up(a + len).min(self.arena + self.arena_pages as usize * PAGE);
-        let mut st = lock(self);
         let (s, e) = (self.idx(a0), self.idx(end).min(st.hwm as usize));
         if s < e {
             self.reserve(self.addr(s), (e - s) * PAGE);
@@ -526,7 +533,7 @@ impl Runtime {
         let mut run: Option<usize> = None;
         for i in s..e {
             if st.pages[i].kind != K_HOLE {
-                self.drop_data(&mut st, i);
+                self.drop_data(st, i);
                 st.set(i, Page::default());
                 run.get_or_insert(i);
             } else if let Some(r) = run.take() {
@@ -536,8 +543,7 @@ impl Runtime {
         if let Some(r) = run {
             st.give_back(r as u32, (e - r) as u32);
         }
-        self.flush_hint_dirty(&mut st);
-        0
+        self.flush_hint_dirty(st);
     }
 
     /// The program maps something of its own (MAP_FIXED) over part of the arena: drop our
@@ -604,22 +610,34 @@ impl Runtime {
     /// mprotect/mlock, and (all pages) before fork.
     pub fn untier(&self, a: usize, len: usize, pin: Option<Pin>) {
         let mut st = lock(self);
+        self.untier_locked(&mut st, a, len, pin);
+    }
+
+    fn untier_locked(&self, st: &mut State, a: usize, len: usize, pin: Option<Pin>) {
         let s = self.idx(sys::page_down(a.max(self.arena)));
         let e =
             self.idx(sys::page_up(a.saturating_add(len)).min(self.arena + st.hwm as usize * PAGE));
         for i in s..e {
             let k = st.pages[i].kind;
             if k == K_STAGED || k == K_COMPRESSED {
-                self.promote(&mut st, i, None);
+                self.promote(st, i, None);
             }
             if let (Some(why), true) = (pin, k != K_HOLE) {
                 st.pages[i].flags |= why.flag();
             }
         }
-        self.flush_hint_dirty(&mut st);
+        self.flush_hint_dirty(st);
     }
 
     /// mremap(2) of a managed range. Returns the new address or -errno.
+    ///
+    /// Never leaves any address of the arena unmapped, not even for a moment: the kernel
+    /// may hand an unmapped range to another thread's mmap, and the PROT_NONE reservation
+    /// we put back afterwards (MAP_FIXED) would then silently replace that thread's fresh
+    /// memory (issue 10: map/unmap in one thread + realloc growth in another lost data).
+    /// So a move uses MREMAP_DONTUNMAP (the source stays mapped, empty, until the
+    /// reservation atomically replaces it), and the whole remap runs under the state lock
+    /// so no eviction or sample changes a page between its state and its move.
     pub fn remap(
         &self,
         old: usize,
@@ -636,41 +654,27 @@ impl Runtime {
         let new_n = new_len / PAGE;
         let fixed = flags & libc::MREMAP_FIXED != 0;
         let maymove = flags & libc::MREMAP_MAYMOVE != 0;
-        if flags & 4 != 0 {
-            // MREMAP_DONTUNMAP: not supported on managed memory.
+        if flags & MREMAP_DONTUNMAP != 0 {
+            // Not supported on managed memory.
             return -(libc::EINVAL as isize);
         }
-        {
-            let st = lock(self);
-            let s = self.idx(old);
-            if old_n == 0
-                || s + old_n > st.hwm as usize
-                || st.pages[s..s + old_n].iter().any(|p| p.kind == K_HOLE)
-            {
-                return -(libc::EFAULT as isize);
-            }
+        if fixed && (!maymove || new_addr % PAGE != 0) {
+            return -(libc::EINVAL as isize);
         }
-        if fixed && !self.contains(new_addr) {
-            // Leaving the arena: bring the pages home, unregister, let the kernel move them.
-            self.untier(old, old_len, None);
-            let mut st = lock(self);
-            self.uffd.unregister(old, old_len);
-            let r = unsafe { sys::mremap(old, old_len, new_len, flags, new_addr) };
-            if r < 0 {
-                let e = sys::errno();
-                let _ = self.uffd.register(old, old_len);
-                return -(e as isize);
-            }
-            let s = self.idx(old);
-            for i in s..s + old_n {
-                st.set(i, Page::default());
-            }
-            self.reserve(old, old_len);
-            st.give_back(s as u32, old_n as u32);
-            return r;
+        if fixed && new_addr < old + old_len && old < new_addr.saturating_add(new_len) {
+            return -(libc::EINVAL as isize); // overlapping source and destination
         }
         let mut st = lock(self);
         let s = self.idx(old);
+        if old_n == 0
+            || s + old_n > st.hwm as usize
+            || st.pages[s..s + old_n].iter().any(|p| p.kind == K_HOLE)
+        {
+            return -(libc::EFAULT as isize);
+        }
+        if fixed && !self.contains(new_addr) {
+            return self.remap_out(&mut st, old, old_n, new_n, new_addr);
+        }
         if !fixed && new_n <= old_n {
             drop(st);
             if new_n < old_n {
@@ -695,17 +699,12 @@ impl Runtime {
         // Move: pick the destination inside the arena, let the kernel move the page tables,
         // then re-register and carry every page's state (pool handles move, no copy).
         let dst = if fixed {
-            if new_addr % PAGE != 0 {
-                return -(libc::EINVAL as isize);
-            }
             let d = self.idx(new_addr);
             if d + new_n > self.arena_pages as usize {
                 return -(libc::ENOMEM as isize);
             }
             // The destination is replaced (MREMAP_FIXED unmaps it first).
-            drop(st);
-            self.release(new_addr, new_len);
-            st = lock(self);
+            self.release_locked(&mut st, new_addr, new_len);
             if (d + new_n) as u32 > st.hwm {
                 let h = st.hwm;
                 st.give_back(h, (d + new_n) as u32 - h);
@@ -732,12 +731,13 @@ impl Runtime {
             }
         };
         let dst_a = self.addr(dst);
+        let keep_n = old_n.min(new_n);
         let r = unsafe {
             sys::mremap(
                 old,
-                old_len,
-                new_len,
-                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                keep_n * PAGE,
+                keep_n * PAGE,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | MREMAP_DONTUNMAP,
                 dst_a,
             )
         };
@@ -747,41 +747,103 @@ impl Runtime {
             st.give_back(dst as u32, new_n as u32);
             return -(e as isize);
         }
-        unsafe { sys::madvise(dst_a, new_len, libc::MADV_NOHUGEPAGE) };
-        let _ = self.uffd.register(dst_a, new_len);
-        for k in 0..new_n {
-            let p = if k < old_n {
-                st.pages[s + k]
-            } else {
-                Page {
-                    kind: K_ABSENT,
-                    ..Page::default()
-                }
-            };
-            // Move the state without changing counters twice: clear the source first.
-            if k < old_n {
-                let src = st.pages[s + k];
-                st.pages[s + k] = Page::default();
-                st.placement[s + k] = NO_TIER;
-                st.mapped -= 1;
-                if src.kind == K_RESIDENT || src.kind == K_STAGED {
-                    st.resident -= 1;
-                }
-                if src.kind == K_STAGED {
-                    st.hint_owner[src.handle as usize].0 = (dst + k) as u32;
-                }
-                if src.kind == K_COMPRESSED {
-                    st.tiers[src.tier as usize - 1].pages -= 1;
-                }
+        unsafe { sys::madvise(dst_a, keep_n * PAGE, libc::MADV_NOHUGEPAGE) };
+        // The moved VMA lost its registration (no UFFD_FEATURE_EVENT_REMAP): register it
+        // again before any page of it can be absent to the kernel's eyes.
+        if let Err(e) = self.uffd.register(dst_a, keep_n * PAGE) {
+            report(&format!("re-register after mremap of {old:#x} failed: {e}"));
+        }
+        // Carry each page's state to its new index without counting it twice.
+        for k in 0..keep_n {
+            let src = st.pages[s + k];
+            st.pages[s + k] = Page::default();
+            st.placement[s + k] = NO_TIER;
+            st.mapped -= 1;
+            if src.kind == K_RESIDENT || src.kind == K_STAGED {
+                st.resident -= 1;
             }
-            st.set(dst + k, p);
-            if p.kind == K_COMPRESSED {
-                st.tiers[p.tier as usize - 1].pages += 1;
+            if src.kind == K_STAGED {
+                st.hint_owner[src.handle as usize].0 = (dst + k) as u32;
+            }
+            if src.kind == K_COMPRESSED {
+                st.tiers[src.tier as usize - 1].pages -= 1;
+            }
+            st.set(dst + k, src);
+            if src.kind == K_COMPRESSED {
+                st.tiers[src.tier as usize - 1].pages += 1;
             }
         }
-        self.reserve(old, old_len);
+        if new_n > keep_n {
+            // The grown tail: fresh managed pages over the rest of the reservation.
+            if let Err(e) = self.map_pages(&mut st, (dst + keep_n) as u32, (new_n - keep_n) as u32)
+            {
+                report(&format!("mapping the grown tail of {dst_a:#x} failed: {e}"));
+            }
+        }
+        // Pages of the source beyond what moved (a shrinking fixed move) are dropped.
+        for i in s + keep_n..s + old_n {
+            self.drop_data(&mut st, i);
+            st.set(i, Page::default());
+        }
+        self.flush_hint_dirty(&mut st);
+        // Atomically replace the emptied source with the reservation.
+        self.reserve(old, old_n * PAGE);
         st.give_back(s as u32, old_n as u32);
         dst_a as isize
+    }
+
+    /// mremap with MREMAP_FIXED to an address outside the arena: the pages become the
+    /// program's plain memory there. All of them are brought home first (under the lock,
+    /// so nothing is evicted again before the move); the source stays mapped until the
+    /// reservation replaces it (see `remap`).
+    fn remap_out(
+        &self,
+        st: &mut State,
+        old: usize,
+        old_n: usize,
+        new_n: usize,
+        new_addr: usize,
+    ) -> isize {
+        let s = self.idx(old);
+        let keep_n = old_n.min(new_n);
+        self.untier_locked(st, old, keep_n * PAGE, None);
+        if new_n > keep_n {
+            // What MREMAP_FIXED would do to the destination's tail: replace it with zeros.
+            let r = unsafe {
+                sys::mmap(
+                    new_addr + keep_n * PAGE,
+                    (new_n - keep_n) * PAGE,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                    -1,
+                    0,
+                )
+            };
+            if r < 0 {
+                return -(sys::errno() as isize);
+            }
+        }
+        let r = unsafe {
+            sys::mremap(
+                old,
+                keep_n * PAGE,
+                keep_n * PAGE,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | MREMAP_DONTUNMAP,
+                new_addr,
+            )
+        };
+        if r < 0 {
+            return -(sys::errno() as isize);
+        }
+        // The moved VMA lost its userfaultfd registration: it is plain memory now.
+        for i in s..s + old_n {
+            self.drop_data(st, i);
+            st.set(i, Page::default());
+        }
+        self.flush_hint_dirty(st);
+        self.reserve(old, old_n * PAGE);
+        st.give_back(s as u32, old_n as u32);
+        r
     }
 
     // ------------------------------------------------------------------ faults
