@@ -31,7 +31,40 @@ pub struct ReproduceArgs {
     pub no_plots: bool,
 }
 
+/// `--out` must be a directory or a path where one can be made: checked before any work
+/// (so a bad invocation writes nothing).
+pub fn check_out_dir(out: &Path) -> Result<()> {
+    if out.as_os_str().is_empty() {
+        return Err(Error::usage(
+            "--out: empty path; give a directory for the results (created if missing)",
+        ));
+    }
+    if out.exists() && !out.is_dir() {
+        return Err(Error::usage(format!(
+            "--out: {} exists and is not a directory; give a new or existing directory for the results",
+            out.display()
+        )));
+    }
+    // The nearest existing ancestor must be a directory too (`--out file.txt/sub`).
+    let mut anc = out.parent();
+    while let Some(p) = anc {
+        if p.as_os_str().is_empty() || p.exists() {
+            if !p.as_os_str().is_empty() && !p.is_dir() {
+                return Err(Error::usage(format!(
+                    "--out: {} is not a directory, so {} cannot be created; give a directory path",
+                    p.display(),
+                    out.display()
+                )));
+            }
+            break;
+        }
+        anc = p.parent();
+    }
+    Ok(())
+}
+
 pub fn sim(a: SimArgs) -> Result<()> {
+    check_out_dir(&a.out)?;
     let text = std::fs::read_to_string(&a.config).map_err(|e| {
         Error::new(
             ErrorKind::Config,
@@ -40,6 +73,11 @@ pub fn sim(a: SimArgs) -> Result<()> {
     })?;
     let out = tiermem_sim::simulate_toml(&text, &a.config.display().to_string())?;
     out.write_to(&a.out)?;
+    if let Some(ws) = out.summary["warnings"].as_array() {
+        for w in ws {
+            eprintln!("tiermem: warning: {}", w.as_str().unwrap_or_default());
+        }
+    }
     let s = &out.summary["steady_state"];
     println!(
         "policy {}  workload {}",
@@ -75,6 +113,7 @@ pub fn reproduce(a: ReproduceArgs) -> Result<()> {
             EXPERIMENTS.join(", ")
         )));
     }
+    check_out_dir(&a.out)?;
     let start = std::time::Instant::now();
     let summary = tiermem_sim::reproduce::run(&a.experiment, &a.out, a.quick)?;
     print_rows(&summary);

@@ -8,26 +8,226 @@ use crate::error::{Error, Result};
 use serde::de::DeserializeOwned;
 
 /// Decode `text` (the contents of `origin`) into `T`, naming the failing field path.
+///
+/// Every error is one line: `ORIGIN:LINE: field `PATH`: what is wrong; the fix`. A syntax
+/// error names the key on the failing line (`number too large` names the field too), and a
+/// config that lacks several required fields lists them all at once. Origins in angle
+/// brackets that start with `<dict` are generated TOML (a Python dict): their line numbers
+/// mean nothing to the user and are left out.
 pub fn from_toml_str<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
     let de = toml::Deserializer::new(text);
     let value: T = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        let line = inner
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-        let msg = inner.message().trim().to_string();
+        let offset = inner.span().map(|s| s.start.min(text.len()));
+        let line = offset.map(|o| text[..o].matches('\n').count() + 1);
+        let msg = one_line(inner.message());
         let at = match line {
-            Some(l) => format!("{origin}:{l}"),
-            None => origin.to_string(),
+            Some(l) if !origin.starts_with("<dict") => format!("{origin}:{l}"),
+            _ => origin.to_string(),
         };
-        if path == "." || path.is_empty() {
-            Error::config(format!("{at}: {msg}"))
+        if let Some(first) = missing_field_name(&msg) {
+            let all = all_missing_fields::<T>(text);
+            if all.len() > 1 {
+                let list: Vec<String> = all.iter().map(|f| format!("`{f}`")).collect();
+                return Error::config(format!(
+                    "{origin}: missing required fields {}; add them (every field is listed with its meaning in the example configs)",
+                    list.join(", ")
+                ));
+            }
+            let full = join(if path == "." { "" } else { &path }, first);
+            return Error::config(format!("{at}: field `{full}`: missing; add it"));
+        }
+        let path = if path == "." || path.is_empty() {
+            // A syntax error has no serde path: name the key on the failing line.
+            offset.and_then(|o| key_path_at(text, o)).unwrap_or_default()
         } else {
-            Error::config(format!("{at}: field `{path}`: {msg}"))
+            path
+        };
+        let hint = if msg.contains("number too large") {
+            "; TOML integers are at most 9223372036854775807: write a size as a string such as \"64G\", a count within that range"
+        } else {
+            ""
+        };
+        if path.is_empty() {
+            Error::config(format!("{at}: {msg}{hint}"))
+        } else {
+            Error::config(format!("{at}: field `{path}`: {msg}{hint}"))
         }
     })?;
     Ok(value)
+}
+
+/// Collapse a multi-line message (toml's syntax errors) into one line.
+pub fn one_line(msg: &str) -> String {
+    msg.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `X` in "missing field `X`...".
+fn missing_field_name(msg: &str) -> Option<&str> {
+    let rest = msg.split("missing field `").nth(1)?;
+    rest.split('`').next()
+}
+
+/// The dotted key path of the `key = value` line holding byte `offset` of `text`
+/// (`machine.tiers[1].capacity`), from the table headers above it.
+fn key_path_at(text: &str, offset: usize) -> Option<String> {
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let mut table = String::new();
+    let mut arrays: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for line in text[..start].lines() {
+        let l = line.trim();
+        if let Some(rest) = l.strip_prefix("[[") {
+            let name = rest.split("]]").next().unwrap_or("").trim().to_string();
+            let n = arrays.entry(name.clone()).or_insert(0);
+            table = format!("{name}[{n}]");
+            *n += 1;
+        } else if let Some(rest) = l.strip_prefix('[') {
+            table = rest.split(']').next().unwrap_or("").trim().to_string();
+        }
+    }
+    let line = text[start..].lines().next()?;
+    // Only a value's error (after its `=`) belongs to the key: a broken line before it
+    // (an unclosed array) is reported where the parser stopped, on the next line.
+    let eq = line.find('=')?;
+    if offset - start <= eq {
+        return None;
+    }
+    let key = &line[..eq];
+    let key = key.trim().trim_matches('"');
+    if key.is_empty() || key.starts_with('[') || key.contains(char::is_whitespace) {
+        return None;
+    }
+    Some(join(&table, key))
+}
+
+enum Seg {
+    Key(String),
+    Idx(usize),
+}
+
+/// Segments of a serde_path_to_error path (`machine.tiers[1].curve`).
+fn segments(path: &str) -> Vec<Seg> {
+    let mut out = Vec::new();
+    if path == "." || path.is_empty() {
+        return out;
+    }
+    for part in path.split('.') {
+        let mut it = part.split('[');
+        if let Some(k) = it.next() {
+            if !k.is_empty() {
+                out.push(Seg::Key(k.to_string()));
+            }
+        }
+        for idx in it {
+            if let Ok(i) = idx.trim_end_matches(']').parse() {
+                out.push(Seg::Idx(i));
+            }
+        }
+    }
+    out
+}
+
+fn value_at<'a>(root: &'a mut toml::Value, path: &str) -> Option<&'a mut toml::Value> {
+    let mut v = root;
+    for s in segments(path) {
+        v = match s {
+            Seg::Key(k) => v.as_table_mut()?.get_mut(&k)?,
+            Seg::Idx(i) => v.as_array_mut()?.get_mut(i)?,
+        };
+    }
+    Some(v)
+}
+
+/// The first name offered by an error message ("expected one of `hemem`, ..." or
+/// `use kind = "gups", ...`).
+fn suggestion(msg: &str) -> Option<String> {
+    let at = msg.find("expected").or_else(|| msg.find("use "))?;
+    let rest = &msg[at..];
+    let q = rest.find(['`', '"'])?;
+    let close = rest.as_bytes()[q] as char;
+    let word = rest[q + 1..].split(close).next()?;
+    (!word.is_empty() && word.len() < 40).then(|| word.to_string())
+}
+
+/// Every required field missing from `text`, as full paths: decode repeatedly, filling
+/// each missing field with a placeholder (trying a few types) so that the next one shows.
+/// Fields inside a table that is itself missing are not listed (the table is).
+fn all_missing_fields<T: DeserializeOwned>(text: &str) -> Vec<String> {
+    struct Placeholder {
+        path: String,
+        candidates: Vec<toml::Value>,
+        next: usize,
+    }
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let mut root = toml::Value::Table(table);
+    let mut found = Vec::new();
+    let mut filled: Vec<Placeholder> = Vec::new();
+    for _ in 0..256 {
+        let err = match serde_path_to_error::deserialize::<_, T>(root.clone()) {
+            Ok(_) => break,
+            Err(e) => e,
+        };
+        let path = err.path().to_string();
+        let msg = err.inner().to_string();
+        let container = if path == "." { String::new() } else { path };
+        if let Some(field) = missing_field_name(&msg) {
+            let full = join(&container, field);
+            if filled.iter().any(|p| p.path == full) {
+                break;
+            }
+            let inside = filled.iter().any(|p| {
+                full.strip_prefix(&p.path)
+                    .is_some_and(|r| r.starts_with('.') || r.starts_with('['))
+            });
+            if !inside {
+                found.push(full.clone());
+            }
+            let candidates = vec![
+                toml::Value::Integer(1),
+                toml::Value::String("1".into()),
+                toml::Value::Table(toml::Table::new()),
+                toml::Value::Array(Vec::new()),
+                toml::Value::Float(1.0),
+                toml::Value::Boolean(true),
+            ];
+            let Some(t) = value_at(&mut root, &container).and_then(|v| v.as_table_mut()) else {
+                break;
+            };
+            t.insert(field.to_string(), candidates[0].clone());
+            filled.push(Placeholder {
+                path: full,
+                candidates,
+                next: 1,
+            });
+        } else {
+            // Anything else is blamed on the newest placeholder: try its next type (or a
+            // name the error suggests).
+            let Some(p) = filled.last_mut() else { break };
+            if let Some(s) = suggestion(&msg) {
+                let v = toml::Value::String(s);
+                if !p.candidates.contains(&v) {
+                    p.candidates.insert(p.next, v);
+                }
+            }
+            if p.next >= p.candidates.len() {
+                break;
+            }
+            let v = p.candidates[p.next].clone();
+            p.next += 1;
+            let Some(slot) = value_at(&mut root, &p.path) else {
+                break;
+            };
+            *slot = v;
+        }
+    }
+    found
 }
 
 /// Read and decode a TOML file.
@@ -49,6 +249,18 @@ pub trait Validate {
 /// The error for an invalid value: names the field, what is wrong and what would be right.
 pub fn invalid(path: &str, problem: impl std::fmt::Display) -> Error {
     Error::config(format!("field `{path}`: {problem}"))
+}
+
+/// Check `lo < value <= hi` for a named field (zero or less is not a value it can take).
+pub fn check_positive(path: &str, value: f64, hi: f64) -> Result<()> {
+    if value.is_finite() && value > 0.0 && value <= hi {
+        Ok(())
+    } else {
+        Err(invalid(
+            path,
+            format!("{value} is out of range; expected a positive value, at most {hi}"),
+        ))
+    }
 }
 
 /// Check `lo <= value <= hi` for a named field.

@@ -60,7 +60,14 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
             ))
         }
     };
-    Ok((value * mult as f64).round() as u64)
+    let bytes = (value * mult as f64).round();
+    // 2^64 as f64: anything at or above it does not fit (and `as u64` would saturate).
+    if !bytes.is_finite() || bytes >= 18_446_744_073_709_551_616.0 {
+        return Err(format!(
+            "`{text}` is too large: a size must be below 16 EiB (2^64 bytes); write e.g. 64G or 2T"
+        ));
+    }
+    Ok(bytes as u64)
 }
 
 /// Format bytes for humans (binary units).
@@ -90,6 +97,10 @@ mod tests {
         );
         assert!(parse_size("12 parsecs").is_err());
         assert!(parse_size("abc").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
+        assert!(parse_size("16777216T").is_err());
+        assert!(parse_size("-1G").is_err());
+        assert_eq!(parse_size("16777215T").unwrap(), 16_777_215 * (GIB * 1024));
     }
     #[test]
     fn ranges() {

@@ -13,26 +13,46 @@ pub enum Codec {
 
 impl Codec {
     pub fn parse(text: &str) -> Result<Codec, String> {
+        const KNOWN: &str = "expected lz4, zstd[:LEVEL], deflate[:LEVEL] or lzo";
         let (name, level) = match text.split_once(':') {
             Some((n, l)) => (
                 n,
-                Some(
-                    l.parse::<i32>()
-                        .map_err(|_| format!("bad level `{l}` in codec `{text}`"))?,
-                ),
+                Some(l.trim().parse::<i32>().map_err(|_| {
+                    format!("bad level `{l}` in codec `{text}`: a level is an integer, e.g. zstd:3 or deflate:6")
+                })?),
             ),
             None => (text, None),
         };
-        let c = match name {
-            "lz4" => Codec::Lz4,
-            "zstd" => Codec::Zstd(level.unwrap_or(1)),
-            "deflate" => Codec::Deflate(level.unwrap_or(1).clamp(0, 9) as u32),
-            "lzo" => Codec::Lzo,
-            _ => {
+        let c = match (name, level) {
+            ("lz4" | "lzo", Some(_)) => {
                 return Err(format!(
-                    "unknown codec `{text}`; expected lz4, zstd[:LEVEL], deflate[:LEVEL] or lzo"
+                    "codec `{text}`: {name} takes no level; write `{name}`"
                 ))
             }
+            ("lz4", None) => Codec::Lz4,
+            ("lzo", None) => Codec::Lzo,
+            ("zstd", l) => {
+                let l = l.unwrap_or(1);
+                let range = crate::codec_ext::ZSTD_LEVELS;
+                if !range.contains(&l) {
+                    return Err(format!(
+                        "codec `{text}`: zstd levels are {}..={} (faster to smaller); e.g. zstd:3",
+                        range.start(),
+                        range.end()
+                    ));
+                }
+                Codec::Zstd(l)
+            }
+            ("deflate", l) => {
+                let l = l.unwrap_or(1);
+                if !(0..=9).contains(&l) {
+                    return Err(format!(
+                        "codec `{text}`: deflate levels are 0..=9 (0 stores, 9 is smallest); e.g. deflate:6"
+                    ));
+                }
+                Codec::Deflate(l as u32)
+            }
+            _ => return Err(format!("unknown codec `{text}`; {KNOWN}")),
         };
         if !c.available() {
             return Err(format!(
@@ -84,6 +104,19 @@ impl Codec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn levels_out_of_range_name_the_range() {
+        let e = Codec::parse("zstd:99").unwrap_err();
+        assert!(e.contains("zstd levels are 1..=22"), "{e}");
+        assert!(!e.contains("not built"), "{e}");
+        let e = Codec::parse("deflate:10").unwrap_err();
+        assert!(e.contains("0..=9"), "{e}");
+        assert!(Codec::parse("lz4:3").unwrap_err().contains("no level"));
+        assert!(Codec::parse("zstd:x").unwrap_err().contains("bad level"));
+        assert_eq!(Codec::parse("zstd:22").unwrap(), Codec::Zstd(22));
+        assert_eq!(Codec::parse("deflate:0").unwrap(), Codec::Deflate(0));
+    }
+
     #[test]
     fn lz4_roundtrip() {
         let mut page = vec![0u8; 4096];

@@ -12,9 +12,15 @@ thread_local! {
     static DD: RefCell<Option<flate2::Decompress>> = const { RefCell::new(None) };
 }
 
+/// zstd levels tiermem accepts: 1 up to the library's maximum (22); the library's negative
+/// "fast" levels are not offered.
+pub const ZSTD_LEVELS: std::ops::RangeInclusive<i32> = 1..=22;
+
 pub fn available(c: &Codec) -> bool {
     match c {
-        Codec::Zstd(l) => (1..=19).contains(l),
+        Codec::Zstd(l) => {
+            ZSTD_LEVELS.contains(l) && *l <= *zstd::compression_level_range().end()
+        }
         Codec::Deflate(l) => *l <= 9,
         Codec::Lzo | Codec::Lz4 => true,
     }

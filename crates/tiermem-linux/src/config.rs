@@ -22,17 +22,36 @@ impl Budget {
         if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("none") {
             return Ok(Budget::Unlimited);
         }
+        const FIX: &str = "give a positive size (512M, 2G), a percentage of the footprint (1% to 100%) or \"unlimited\"";
         if let Some(p) = t.strip_suffix('%') {
             let v: f64 = p
                 .trim()
                 .parse()
-                .map_err(|_| format!("`{text}` is not a percentage"))?;
-            if !(0.0..=100.0).contains(&v) || !v.is_finite() {
-                return Err(format!("`{text}`: a percentage must be in [0, 100]"));
+                .map_err(|_| format!("`{text}` is not a percentage; {FIX}"))?;
+            if !(v > 0.0 && v <= 100.0) {
+                return Err(format!(
+                    "`{text}`: a percentage must be above 0 and at most 100; {FIX}"
+                ));
             }
             return Ok(Budget::Fraction(v / 100.0));
         }
-        parse_size(t).map(Budget::Bytes)
+        let b = parse_size(t).map_err(|e| format!("{e}, a percentage (50%) or \"unlimited\""))?;
+        if b == 0 {
+            return Err(format!(
+                "`{text}`: a DRAM budget of 0 bytes leaves the program no memory; {FIX}"
+            ));
+        }
+        if let Some(mem) = machine_memory_bytes() {
+            if b > mem {
+                return Err(format!(
+                    "`{text}` ({}) is more than this machine's memory ({}), so it would never limit anything; give at most {} or \"unlimited\"",
+                    tiermem_core::format_bytes(b),
+                    tiermem_core::format_bytes(mem),
+                    tiermem_core::format_bytes(mem)
+                ));
+            }
+        }
+        Ok(Budget::Bytes(b))
     }
     /// The budget in bytes for a footprint of `footprint_bytes`.
     pub fn bytes(&self, footprint_bytes: u64) -> u64 {
@@ -49,6 +68,17 @@ impl Budget {
             Budget::Fraction(f) => format!("{:.1}% of footprint", f * 100.0),
         }
     }
+}
+
+/// MemTotal of /proc/meminfo, read once (None where it cannot be read).
+fn machine_memory_bytes() -> Option<u64> {
+    static MEM: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *MEM.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb * 1024)
+    })
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -249,6 +279,11 @@ mod tests {
         assert_eq!(Budget::parse("50%").unwrap(), Budget::Fraction(0.5));
         assert_eq!(Budget::parse("64M").unwrap(), Budget::Bytes(64 << 20));
         assert!(Budget::parse("150%").is_err());
+        for bad in ["0", "0%", "0.0%", "-5%", "nan%", "99999999999T", "0G"] {
+            let e = Budget::parse(bad).unwrap_err();
+            assert!(e.contains("unlimited"), "{bad}: {e}");
+        }
+        assert_eq!(Budget::parse("unlimited").unwrap(), Budget::Unlimited);
         assert_eq!(Budget::Fraction(0.25).bytes(400), 100);
     }
     #[test]

@@ -130,6 +130,11 @@ impl SimBackend {
         Self::with_workload(cfg, workload)
     }
 
+    /// Pages now in each tier.
+    pub fn used_pages(&self) -> &[u64] {
+        &self.used_pages
+    }
+
     pub fn with_workload(cfg: &SimConfig, workload: Box<dyn Workload>) -> Result<SimBackend> {
         let page_bytes = cfg.page_bytes()?;
         let n = cfg.machine.tiers.len();

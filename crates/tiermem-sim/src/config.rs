@@ -4,17 +4,50 @@
 use crate::latency::{Curve, CurveSpec};
 use crate::workload::config::WorkloadConfig;
 use serde::{Deserialize, Serialize};
-use tiermem_core::config::{check_range, invalid, join, Validate};
+use tiermem_core::config::{check_positive, check_range, invalid, join, Validate};
 use tiermem_core::{parse_size, Result};
 use tiermem_policies::colloid::ColloidParams;
 use tiermem_policies::PolicyConfig;
 
 /// A size written as a string ("32G", "2MiB") or an integer number of bytes.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Size {
     Bytes(u64),
     Text(String),
+}
+
+/// By hand, so that a float, a negative number or another type says what a size is
+/// (an untagged enum only says "data did not match any variant").
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Size, D::Error> {
+        struct V;
+        const WHAT: &str =
+            "a size: an integer number of bytes (4096) or a string with a unit (\"64K\", \"2M\", \"32G\")";
+        impl serde::de::Visitor<'_> for V {
+            type Value = Size;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(WHAT)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Size, E> {
+                Ok(Size::Bytes(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Size, E> {
+                u64::try_from(v).map(Size::Bytes).map_err(|_| {
+                    E::custom(format!("{v} is negative; expected {WHAT}"))
+                })
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Size, E> {
+                Err(E::custom(format!(
+                    "{v:e} is a floating-point number; expected {WHAT}"
+                )))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Size, E> {
+                Ok(Size::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl Size {
@@ -234,6 +267,27 @@ impl Validate for SimConfig {
             ));
         }
         self.machine.validate(&join(p, "machine"))?;
+        // Scaled capacities: every tier holds at least one page, and together they hold
+        // the workload (the same arithmetic the backend and the workload builder use).
+        let page = self.page_bytes()?;
+        let mut total_pages = 0u64;
+        for (i, t) in self.machine.tiers.iter().enumerate() {
+            let cp = join(p, &format!("machine.tiers[{i}].capacity"));
+            let cap = t.capacity.bytes(&cp)?;
+            let pages = (cap as f64 * self.scale) as u64 / page;
+            if pages == 0 {
+                let scaled = if self.scale < 1.0 {
+                    format!(" after scale = {}", self.scale)
+                } else {
+                    String::new()
+                };
+                return Err(invalid(
+                    &cp,
+                    format!("{cap} bytes{scaled} is less than one page (machine.page_size = {page} bytes); give at least one page per tier"),
+                ));
+            }
+            total_pages = total_pages.saturating_add(pages);
+        }
         for (i, a) in self.antagonist.iter().enumerate() {
             let ap = join(p, &format!("antagonist[{i}]"));
             if a.tier >= self.machine.tiers.len() {
@@ -255,6 +309,15 @@ impl Validate for SimConfig {
             }
         }
         self.workload.validate(&join(p, "workload"))?;
+        let wp = join(p, "workload");
+        if let Some(need) = self.workload.footprint_pages(&wp, page, self.scale)? {
+            if need > total_pages {
+                return Err(invalid(
+                    &wp,
+                    format!("the workload needs {need} pages of {page} bytes but the tiers hold only {total_pages}; raise machine.tiers[].capacity or shrink the workload"),
+                ));
+            }
+        }
         self.policy.validate(&join(p, "policy"))?;
         if let Some(c) = &self.colloid {
             c.validate(&join(p, "colloid"))?;
@@ -275,7 +338,7 @@ impl Validate for MachineConfig {
                 format!("{page} is not a power of two ≥ 4096; use e.g. \"4K\" or \"2M\""),
             ));
         }
-        check_range(&join(p, "app_cores"), self.app_cores, 0.0, 4096.0)?;
+        check_positive(&join(p, "app_cores"), self.app_cores, 4096.0)?;
         check_range(&join(p, "ops_in_flight"), self.ops_in_flight, 0.01, 1024.0)?;
         check_range(&join(p, "mlp_lines"), self.mlp_lines, 1.0, 1024.0)?;
         check_range(

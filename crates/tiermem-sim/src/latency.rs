@@ -99,6 +99,15 @@ impl Curve {
         if points.len() < 2 {
             return Err("a curve needs at least two points".into());
         }
+        if let Some(bad) = points
+            .iter()
+            .find(|q| !(q[0].is_finite() && q[1].is_finite() && q[1] <= 1e6))
+        {
+            return Err(format!(
+                "curve point [{}, {}] is not finite (or its multiplier is above 1e6); every point is [u, multiplier] with u in [0, 1) and 1 <= multiplier <= 1e6",
+                bad[0], bad[1]
+            ));
+        }
         if points[0] != [0.0, 1.0] {
             return Err("a curve must start at [0.0, 1.0] (unloaded latency at zero load)".into());
         }

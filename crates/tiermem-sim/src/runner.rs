@@ -115,6 +115,40 @@ impl RunOutcome {
         cols
     }
 
+    /// What the user should know about a run that its numbers do not say: tiers so full
+    /// that the policy's moves were refused, or a run in which nothing could move at all.
+    pub fn warnings(&self, cfg: &SimConfig) -> Vec<String> {
+        let a = &self.counters.applied;
+        let mut out = Vec::new();
+        let real = a.pages_tried.saturating_sub(a.pages_already_there);
+        if a.pages_no_capacity > 0 && a.pages_no_capacity * 2 >= real {
+            out.push(format!(
+                "tiers full: {} of {} page moves the policy asked for ({:.0}%) were refused because the destination tier was full ({} applied); placement is stuck where capacity left it: raise machine.tiers[].capacity or shrink the workload",
+                a.pages_no_capacity,
+                real,
+                100.0 * a.pages_no_capacity as f64 / real.max(1) as f64,
+                a.pages_applied
+            ));
+        }
+        if real == 0 {
+            let pages = self.backend.workload().page_count() as u64;
+            let used = self.backend.used_pages();
+            let specs = self.backend.tier_specs();
+            if self.policy == "static" {
+                out.push("nothing can move: policy \"static\" never migrates, so every page stays where initial_placement put it".to_string());
+            } else if cfg.engine.migration_limit_gbps == Some(0.0) {
+                out.push("nothing can move: engine.migration_limit_gbps = 0 allows no migration".to_string());
+            } else if used.first() == Some(&pages) && cfg.colloid.is_none() {
+                // (Colloid may demote from a full-fit tier 0 to balance latency: not "nothing".)
+                out.push(format!(
+                    "nothing can move: all {pages} pages fit in tier 0 (`{}`) and stay there, so the policy has no placement to decide; the run measures that tier alone (grow the workload or shrink machine.tiers[0].capacity to exercise the policy)",
+                    specs.first().map_or("?", |t| t.name.as_str())
+                ));
+            }
+        }
+        out
+    }
+
     pub fn output(&self, cfg: &SimConfig) -> SimOutput {
         let s = self.steady(cfg.steady_state_fraction);
         let specs = self.backend.tier_specs();
@@ -146,6 +180,7 @@ impl RunOutcome {
                 "tiers": tiers,
             },
             "counters": self.counters,
+            "warnings": self.warnings(cfg),
             "wall_time_s": self.wall_time_s,
         });
         SimOutput {

@@ -531,6 +531,86 @@ pub fn build(
     Ok(Box::new(Phased::new(parts)))
 }
 
+impl WorkloadConfig {
+    /// Pages the workload occupies on a machine with `page_bytes` pages at `scale` (the
+    /// largest over its phases), checking every size against the page size and the
+    /// simulator's page space with the arithmetic `build` uses. `None` for a trace (its
+    /// footprint is known once it is read).
+    pub fn footprint_pages(&self, path: &str, page_bytes: u64, scale: f64) -> Result<Option<u64>> {
+        let mut most = one_footprint(self, path, page_bytes, scale)?;
+        for (i, (_, pc)) in self.phase_configs(path)?.iter().enumerate() {
+            let pp = join(path, &format!("phases[{i}]"));
+            if let Some(n) = one_footprint(pc, &pp, page_bytes, scale)? {
+                most = Some(most.map_or(n, |m| m.max(n)));
+            }
+        }
+        Ok(most)
+    }
+}
+
+fn one_footprint(cfg: &WorkloadConfig, p: &str, page_bytes: u64, scale: f64) -> Result<Option<u64>> {
+    Ok(Some(match cfg {
+        WorkloadConfig::Gups(c) => {
+            object_bytes(&join(p, "object_size"), &c.object_size, page_bytes)?;
+            let ws = c.working_set.bytes(&join(p, "working_set"))?;
+            scaled_pages(&join(p, "working_set"), ws, scale, page_bytes)? as u64
+        }
+        WorkloadConfig::Stream(StreamConfig {
+            working_set,
+            object_size,
+            ..
+        })
+        | WorkloadConfig::Random(RandomConfig {
+            working_set,
+            object_size,
+            ..
+        }) => {
+            object_bytes(&join(p, "object_size"), object_size, page_bytes)?;
+            let ws = working_set.bytes(&join(p, "working_set"))?;
+            scaled_pages(&join(p, "working_set"), ws, scale, page_bytes)? as u64
+        }
+        WorkloadConfig::Kv(c) => kv_pages(c, p, page_bytes, scale)?,
+        WorkloadConfig::Trace(_) => {
+            if (scale - 1.0).abs() > 1e-12 {
+                return Err(invalid("scale", format!("{scale}: a trace is a real address stream and cannot be scaled; set scale = 1 (or drop it) when {p}.kind = \"trace\"")));
+            }
+            return Ok(None);
+        }
+    }))
+}
+
+/// The pages a key-value store occupies, as `Kv::new` lays it out, with checked arithmetic.
+fn kv_pages(c: &KvConfig, p: &str, page_bytes: u64, scale: f64) -> Result<u64> {
+    let value = c.value_size.bytes(&join(p, "value_size"))?;
+    let key = c.key_size.bytes(&join(p, "key_size"))?;
+    let too_big = |what: String| {
+        invalid(
+            &join(p, "value_size"),
+            format!("{what} exceeds the simulator's page space (2^32 - 1 pages of {page_bytes} bytes); use smaller records, fewer keys or a larger machine.page_size"),
+        )
+    };
+    let rec = value
+        .checked_add(key)
+        .ok_or_else(|| too_big(format!("value_size + key_size ({value} + {key} bytes)")))?
+        .max(1);
+    let keys = ((c.keys as f64 * scale).round() as u64).max(1);
+    let slots = c
+        .max_keys
+        .map(|m| ((m as f64 * scale).round() as u64).max(keys))
+        .unwrap_or(keys);
+    let pages = if rec <= page_bytes {
+        slots.div_ceil(page_bytes / rec)
+    } else {
+        rec.div_ceil(page_bytes)
+            .checked_mul(slots)
+            .ok_or_else(|| too_big(format!("{slots} records of {rec} bytes")))?
+    };
+    if pages >= (u32::MAX - 1) as u64 {
+        return Err(too_big(format!("{slots} records of {rec} bytes ({pages} pages)")));
+    }
+    Ok(pages)
+}
+
 /// Footprint in pages after scaling: `ceil(bytes · scale / page_bytes)`, at least 1.
 fn scaled_pages(path: &str, bytes: u64, scale: f64, page_bytes: u64) -> Result<u32> {
     let pages = (bytes as f64 * scale / page_bytes as f64).ceil().max(1.0);

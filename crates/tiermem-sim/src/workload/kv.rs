@@ -230,16 +230,16 @@ impl Kv {
         let cap = s.max_keys.max(keys);
         let rec = s.record_bytes.max(1);
         let (per_page, span) = if rec <= s.page_bytes {
-            ((s.page_bytes / rec) as u32, 1)
+            ((s.page_bytes / rec).min(u32::MAX as u64) as u32, 1u64)
         } else {
-            (0, rec.div_ceil(s.page_bytes) as u32)
+            (0, rec.div_ceil(s.page_bytes))
         };
         let n_pages_u64 = if per_page > 0 {
             (cap as u64).div_ceil(per_page as u64)
         } else {
-            cap as u64 * span as u64
+            (cap as u64).saturating_mul(span)
         };
-        if n_pages_u64 >= u32::MAX as u64 {
+        if n_pages_u64 >= u32::MAX as u64 || span >= u32::MAX as u64 {
             return Err(format!("{n_pages_u64} pages exceed the simulator's page space; use fewer keys or larger pages"));
         }
         match s.dist {
@@ -310,7 +310,7 @@ impl Kv {
             sampler: AliasTable::new(&[1.0]),
             perm,
             per_page,
-            span,
+            span: span as u32,
             n_pages: n_pages_u64 as u32,
             probs: None,
             write_thr,

@@ -130,14 +130,32 @@ fn trace_err(msg: impl Into<String>) -> Error {
 }
 
 fn open(path: &Path) -> Result<File> {
+    if path.is_dir() {
+        return Err(trace_err(format!(
+            "{} is a directory; give a trace file (valgrind lackey text or a tiermem binary trace)",
+            path.display()
+        )));
+    }
     File::open(path).map_err(|e| {
-        let kind = if e.kind() == std::io::ErrorKind::NotFound {
-            ErrorKind::Trace
-        } else {
-            ErrorKind::Io
-        };
-        Error::new(kind, format!("cannot open trace {}: {e}", path.display()))
+        trace_err(format!(
+            "cannot open trace {}: {e}; give a readable trace file",
+            path.display()
+        ))
     })
+}
+
+/// At most `max` bytes of `bytes`, printable: ASCII as is, anything else escaped (`\x00`).
+pub fn escaped_prefix(bytes: &[u8], max: usize) -> String {
+    let mut s: String = bytes
+        .iter()
+        .take(max)
+        .flat_map(|b| std::ascii::escape_default(*b))
+        .map(char::from)
+        .collect();
+    if bytes.len() > max {
+        s.push_str("...");
+    }
+    s
 }
 
 /// Binary if the file starts with the magic, else lackey text.
@@ -263,12 +281,20 @@ pub fn read_lackey(path: &Path, mut f: impl FnMut(RecordKind, u64, u32)) -> Resu
                 }
             }
             Err(why) => {
-                let text = String::from_utf8_lossy(&line);
-                let text = text.trim_end_matches(['\n', '\r']);
-                let shown: String = text.chars().take(100).collect();
+                let body = line.strip_suffix(b"\n").unwrap_or(&line);
+                let body = body.strip_suffix(b"\r").unwrap_or(body);
+                let binary = body.contains(&0) || std::str::from_utf8(body).is_err();
+                if binary {
+                    return Err(trace_err(format!(
+                        "{}:{lineno}: not a trace: binary data (starting \"{}\") without the TMTRACE1 magic of a tiermem binary trace; give a valgrind lackey text trace or a file written by `tiermem trace convert`",
+                        path.display(),
+                        escaped_prefix(body, 16)
+                    )));
+                }
                 return Err(trace_err(format!(
-                    "{}:{lineno}: malformed lackey line `{shown}`: {why}; lackey records are `I  ADDR,SIZE`, ` L ADDR,SIZE`, ` S ADDR,SIZE` or ` M ADDR,SIZE` (hex address, decimal size)",
-                    path.display()
+                    "{}:{lineno}: malformed lackey line \"{}\": {why}; lackey records are `I  ADDR,SIZE`, ` L ADDR,SIZE`, ` S ADDR,SIZE` or ` M ADDR,SIZE` (hex address, decimal size)",
+                    path.display(),
+                    escaped_prefix(body, 60)
                 )));
             }
         }
@@ -582,6 +608,26 @@ pub struct TraceInfo {
 
 /// Count a trace's records and distinct pages (lackey pages at `lackey_page_bytes`).
 pub fn info(path: &Path, lackey_page_bytes: u64) -> Result<TraceInfo> {
+    let i = info_inner(path, lackey_page_bytes)?;
+    if i.counts.records() == 0 {
+        let empty = std::fs::metadata(path).map(|m| m.len() == 0).unwrap_or(false);
+        return Err(trace_err(if empty {
+            format!(
+                "{}: empty trace (0 bytes); give a lackey text trace or a binary trace with records (`tiermem trace record`)",
+                path.display()
+            )
+        } else {
+            format!(
+                "{}: no load/store/modify records ({} instruction fetches only); an empty trace cannot be replayed: record one with `valgrind --tool=lackey --trace-mem=yes` or `tiermem trace record`",
+                path.display(),
+                i.counts.instructions
+            )
+        }));
+    }
+    Ok(i)
+}
+
+fn info_inner(path: &Path, lackey_page_bytes: u64) -> Result<TraceInfo> {
     let mut counts = TraceCounts::default();
     let mut pages = HashSet::new();
     match detect_format(path)? {
