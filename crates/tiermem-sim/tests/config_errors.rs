@@ -95,3 +95,164 @@ fn workload_larger_than_memory() {
     let msg = error_for(&with("working_set = \"72G\"", "working_set = \"720G\""));
     assert!(msg.contains("capacity"), "{msg}");
 }
+
+// ---- issue 10, item 4: every bad input is a one-line error naming the field and the fix
+
+/// The error for `text`, checked to be one line naming `field`.
+fn names(text: &str, field: &str) -> String {
+    let msg = std::panic::catch_unwind(|| error_for(text))
+        .unwrap_or_else(|_| panic!("panicked instead of naming `{field}`"));
+    assert!(msg.contains(&format!("`{field}`")), "{msg}");
+    assert!(!msg.contains('\n'), "not one line: {msg}");
+    msg
+}
+
+const KV_TAIL: &str = "[workload]\nkind = \"kv\"\nkeys = 1000\nvalue_size = \"VALUE\"\n[policy]\npolicy = \"hemem\"\n";
+
+fn kv(value: &str) -> String {
+    let cut = COLLOID_GUPS_BASE.find("[workload]").unwrap();
+    COLLOID_GUPS_BASE[..cut].to_string() + &KV_TAIL.replace("VALUE", value)
+}
+
+#[test]
+fn kv_value_size_past_2_pow_64_is_an_error_not_a_panic() {
+    let msg = names(&kv("99999999999999999999G"), "workload.value_size");
+    assert!(msg.contains("too large") && msg.contains("2^64"), "{msg}");
+}
+
+#[test]
+fn kv_records_past_the_page_space_are_rejected() {
+    let msg = names(&kv("9999999T"), "workload.value_size");
+    assert!(msg.contains("page space"), "{msg}");
+}
+
+#[test]
+fn capacity_past_2_pow_64_does_not_saturate() {
+    let msg = names(
+        &with("capacity = \"32G\"", "capacity = \"99999999999999999999G\""),
+        "machine.tiers[0].capacity",
+    );
+    assert!(msg.contains("too large"), "{msg}");
+}
+
+#[test]
+fn float_and_negative_capacity_say_what_a_size_is() {
+    let msg = names(
+        &with("capacity = \"32G\"", "capacity = 1e30"),
+        "machine.tiers[0].capacity",
+    );
+    assert!(!msg.contains("untagged enum"), "{msg}");
+    assert!(msg.contains("floating-point") && msg.contains("\"32G\""), "{msg}");
+    let msg = names(
+        &with("capacity = \"32G\"", "capacity = -5"),
+        "machine.tiers[0].capacity",
+    );
+    assert!(msg.contains("negative"), "{msg}");
+}
+
+#[test]
+fn integer_overflow_names_the_field() {
+    let msg = names(
+        &with("capacity = \"32G\"", "capacity = 99999999999999999999"),
+        "machine.tiers[0].capacity",
+    );
+    assert!(msg.contains("bad.toml:"), "{msg}");
+    assert!(msg.contains("as a string"), "{msg}");
+    let msg = names(&kv("1K").replace("keys = 1000", "keys = 99999999999999999999"), "workload.keys");
+    assert!(msg.contains("too large"), "{msg}");
+}
+
+#[test]
+fn syntax_error_is_not_blamed_on_the_next_key() {
+    let msg = error_for(&with("app_cores = 15", "app_cores = [[["));
+    assert!(!msg.contains("ops_in_flight"), "{msg}");
+    assert!(!msg.contains('\n'), "not one line: {msg}");
+}
+
+#[test]
+fn tier_smaller_than_one_page_is_rejected() {
+    let msg = names(
+        &with("capacity = \"96G\"", "capacity = 1000"),
+        "machine.tiers[1].capacity",
+    );
+    assert!(msg.contains("one page") && msg.contains("2097152"), "{msg}");
+    // A tier that scale shrinks below one page.
+    let msg = names(
+        &with("capacity = \"96G\"", "capacity = \"3M\"")
+            .replace("seed = 1", "seed = 1\nscale = 0.5")
+            .replace("working_set = \"72G\"", "working_set = \"16G\""),
+        "machine.tiers[1].capacity",
+    );
+    assert!(msg.contains("scale"), "{msg}");
+}
+
+#[test]
+fn zero_app_cores_is_rejected() {
+    let msg = names(&with("app_cores = 15", "app_cores = 0"), "machine.app_cores");
+    assert!(msg.contains("positive"), "{msg}");
+}
+
+#[test]
+fn infinite_curve_point_is_rejected() {
+    let msg = names(
+        &with(
+            "curve = \"colloid-local\"",
+            "curve = [[0.0, 1.0], [0.5, inf]]",
+        ),
+        "machine.tiers[0].curve",
+    );
+    assert!(msg.contains("finite"), "{msg}");
+}
+
+#[test]
+fn every_missing_field_is_reported_at_once() {
+    let text = COLLOID_GUPS_BASE
+        .replace("app_cores = 15\n", "")
+        .replace("mlp_lines = 14 ", "#")
+        .replace("capacity = \"96G\"\n", "");
+    let msg = error_for(&text);
+    for f in ["machine.app_cores", "machine.mlp_lines", "machine.tiers[1].capacity"] {
+        assert!(msg.contains(&format!("`{f}`")), "{f} missing from: {msg}");
+    }
+    assert!(!msg.contains('\n'), "{msg}");
+    // Whole tables: both named, not the fields inside them.
+    let cut = COLLOID_GUPS_BASE.find("[workload]").unwrap();
+    let msg = error_for(&COLLOID_GUPS_BASE[..cut]);
+    assert!(msg.contains("`workload`") && msg.contains("`policy`"), "{msg}");
+    assert!(!msg.contains("working_set"), "{msg}");
+}
+
+fn short(text: &str) -> tiermem_sim::SimOutput {
+    let text = text.replace("duration_s = 60", "duration_s = 1");
+    tiermem_sim::simulate_toml(&text, "short.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn warnings(out: &tiermem_sim::SimOutput) -> Vec<String> {
+    out.summary["warnings"]
+        .as_array()
+        .expect("summary.json has a warnings list")
+        .iter()
+        .map(|w| w.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn full_tiers_warn_in_the_summary() {
+    // 32G + 40G hold the 72G buffer exactly: nothing can be demoted to make room.
+    let out = short(&with("capacity = \"96G\"", "capacity = \"40G\""));
+    let w = warnings(&out);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].starts_with("tiers full") && w[0].contains("capacity"), "{w:?}");
+    assert!(out.summary["counters"]["applied"]["pages_no_capacity"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn nothing_can_move_warns_and_a_normal_run_does_not() {
+    let w = warnings(&short(&with("policy = \"hemem\"", "policy = \"static\"")));
+    assert!(w.len() == 1 && w[0].contains("nothing can move") && w[0].contains("static"), "{w:?}");
+    let w = warnings(&short(
+        &with("working_set = \"72G\"", "working_set = \"16G\"").replace("hot_set = \"24G\"", "hot_set = \"4G\""),
+    ));
+    assert!(w.len() == 1 && w[0].contains("nothing can move") && w[0].contains("tier 0"), "{w:?}");
+    assert!(warnings(&short(COLLOID_GUPS_BASE)).is_empty());
+}
