@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .api import SimResult, reproduce, simulate
 from .config import apply_overrides, from_toml, set_dotted, to_toml
-from .errors import ConfigError, TiermemError, TraceError, UnsupportedError
+from .errors import ConfigError, ConfigNotFoundError, TiermemError, TraceError, UnsupportedError
 from .sweeps import sweep
 
 __version__ = "0.1.0"
@@ -30,6 +30,7 @@ __all__ = [
     "apply_overrides",
     "TiermemError",
     "ConfigError",
+    "ConfigNotFoundError",
     "TraceError",
     "UnsupportedError",
 ]

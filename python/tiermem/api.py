@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -11,7 +12,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from .config import ConfigLike, apply_overrides, resolve
-from .errors import TiermemError
+from .errors import ConfigError, TiermemError, dotted
 
 __all__ = ["SimResult", "simulate", "reproduce", "native"]
 
@@ -36,6 +37,11 @@ class SimResult:
     summary: dict[str, Any]
     #: One row per quantum; the first column is ``t_s``.
     timeseries: pd.DataFrame = field(repr=False)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the numbers do not say (tiers full, nothing could move): ``summary["warnings"]``."""
+        return list(self.summary.get("warnings", []))
 
     def save(self, out_dir: str | Path, plots: bool = True) -> Path:
         """Write ``summary.json``, ``timeseries.csv`` and (optionally) the time-series
@@ -66,7 +72,14 @@ def simulate(config: ConfigLike, overrides: Mapping[str, Any] | None = None) -> 
             config = from_toml(text)
         config = apply_overrides(config, overrides)
     text, origin = resolve(config)
-    summary_json, columns = native().simulate(text, origin)
+    try:
+        summary_json, columns = native().simulate(text, origin)
+    except ConfigError as e:
+        if origin != "<dict>":
+            raise
+        # Generated TOML: cite dotted field paths (what set_dotted and sweeps take), never
+        # positions in text the user did not write.
+        raise ConfigError(re.sub(r"`([A-Za-z_][\w.\[\]]*)`", lambda m: f"`{dotted(m.group(1))}`", str(e))) from None
     frame = pd.DataFrame({name: values for name, values in columns})
     return SimResult(summary=json.loads(summary_json), timeseries=frame)
 

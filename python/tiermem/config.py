@@ -11,6 +11,8 @@ from typing import Any, Union
 
 import tomli_w
 
+from .errors import ConfigError, ConfigNotFoundError
+
 __all__ = ["ConfigLike", "to_toml", "from_toml", "resolve", "set_dotted", "get_dotted", "apply_overrides"]
 
 #: What :func:`tiermem.simulate` accepts: a path to a TOML file, TOML text, or a dict.
@@ -51,29 +53,61 @@ def resolve(config: ConfigLike) -> tuple[str, str]:
         path = Path(config)
         return path.read_text(), str(path)
     if isinstance(config, str):
-        if not _looks_like_toml(config) and Path(config).is_file():
+        if "\n" not in config and len(config) < 4096 and Path(config).is_file():
             return Path(config).read_text(), config
-        if not _looks_like_toml(config):
-            raise FileNotFoundError(f"no such config file: {config}")
+        try:
+            tomllib.loads(config)
+        except tomllib.TOMLDecodeError as e:
+            shown = config if len(config) <= 60 else config[:57] + "..."
+            cls = ConfigError if _looks_like_toml(config) else ConfigNotFoundError
+            raise cls(
+                f"config {shown!r} is neither an existing file nor valid TOML ({e}); "
+                "give a path to a TOML file, TOML text or a dict"
+            ) from None
         return config, "<string>"
     raise TypeError(f"config must be a path, TOML text or a dict, not {type(config).__name__}")
 
 
 def _split(path: str) -> list[str]:
-    parts = path.split(".")
+    parts = path.split(".") if isinstance(path, str) else []
     if not path or any(p == "" for p in parts):
-        raise ValueError(f"bad dotted path {path!r}")
+        raise ConfigError(f"bad dotted path {path!r}: write table and field names separated by dots, e.g. 'machine.tiers.1.capacity'")
     return parts
+
+
+def _index(node: list[Any], parts: list[str], depth: int, path: str) -> int:
+    """The list index that ``parts[depth]`` names, checked against ``node``."""
+    part = parts[depth]
+    where = ".".join(parts[:depth]) or "the config"
+    try:
+        i = int(part)
+    except ValueError:
+        raise ConfigError(
+            f"bad path {path!r}: {where!r} is a list, so {part!r} must be an index 0..{len(node) - 1}"
+        ) from None
+    if not 0 <= i < len(node):
+        raise ConfigError(
+            f"bad path {path!r}: {where!r} has {len(node)} entries, so index {i} does not exist"
+            + (f"; use 0..{len(node) - 1}" if node else "")
+        )
+    return i
 
 
 def get_dotted(config: Mapping[str, Any], path: str) -> Any:
     """Value at a dotted path such as ``"workload.hot_set_bytes"`` or ``"tiers.1.latency_ns"``."""
+    parts = _split(path)
     node: Any = config
-    for part in _split(path):
+    for depth, part in enumerate(parts):
         if isinstance(node, list):
-            node = node[int(part)]
-        else:
+            node = node[_index(node, parts, depth, path)]
+        elif isinstance(node, Mapping):
+            if part not in node:
+                where = ".".join(parts[:depth]) or "the config"
+                raise ConfigError(f"bad path {path!r}: {where!r} has no field {part!r}")
             node = node[part]
+        else:
+            where = ".".join(parts[:depth])
+            raise ConfigError(f"bad path {path!r}: {where!r} is a {type(node).__name__}, not a table")
     return node
 
 
@@ -81,23 +115,28 @@ def set_dotted(config: dict[str, Any], path: str, value: Any) -> None:
     """Set the value at a dotted path in place, creating missing tables.
 
     A numeric segment indexes into an array of tables (``"tiers.0.capacity_bytes"``).
+    A path that cannot exist (an index past the end, a field of a number) raises
+    :class:`tiermem.ConfigError` naming it.
     """
     parts = _split(path)
     node: Any = config
     for depth, part in enumerate(parts[:-1]):
         if isinstance(node, list):
-            node = node[int(part)]
+            node = node[_index(node, parts, depth, path)]
+            if not isinstance(node, (dict, list)):
+                where = ".".join(parts[: depth + 1])
+                raise ConfigError(f"cannot set {path!r}: {where!r} is a {type(node).__name__}, not a table")
             continue
         child = node.get(part)
         if child is None:
             child = node[part] = {}
         elif not isinstance(child, (dict, list)):
             where = ".".join(parts[: depth + 1])
-            raise ValueError(f"cannot set {path!r}: {where!r} is a {type(child).__name__}, not a table")
+            raise ConfigError(f"cannot set {path!r}: {where!r} is a {type(child).__name__}, not a table")
         node = child
     last = parts[-1]
     if isinstance(node, list):
-        node[int(last)] = value
+        node[_index(node, parts, len(parts) - 1, path)] = value
     else:
         node[last] = value
 

@@ -60,6 +60,9 @@ def sweep(base_config: Mapping[str, Any], grid: Mapping[str, Sequence[Any]], job
     but processes also keep Python-side work parallel).
     """
     points = grid_points(grid)
+    if points:
+        # A bad path fails here, naming it, before any point runs.
+        apply_overrides(base_config, points[0])
     if jobs <= 1 or len(points) <= 1:
         rows = [_run_point(base_config, p) for p in points]
     else:
