@@ -181,8 +181,11 @@ fn open_dir_flags() -> i32 {
     libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC
 }
 
-fn describe_open_error(path: &Path, e: i32) -> String {
+/// Why `name` (relative to `at`) could not be opened as a directory.
+fn describe_open_error(at: RawFd, name: &CStr, path: &Path, e: i32) -> String {
+    let link = lstat_at(at, name).is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
     match e {
+        _ if link => format!("{}: refused: it is a symbolic link", path.display()),
         libc::ELOOP => format!("{}: refused: it is a symbolic link", path.display()),
         libc::ENOTDIR => format!("{}: refused: not a directory", path.display()),
         _ => format!("{}: {}", path.display(), os_err(e)),
@@ -207,7 +210,7 @@ fn open_private(
     }
     let fd = unsafe { libc::openat(at, name.as_ptr(), open_dir_flags()) };
     if fd < 0 {
-        return Err(describe_open_error(path, errno()));
+        return Err(describe_open_error(at, name, path, errno()));
     }
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     check_dir(fd.as_raw_fd(), path, owners, create)?;
@@ -753,7 +756,7 @@ impl Control {
             )
         };
         if fd < 0 {
-            return Err(describe_open_error(&path, errno()));
+            return Err(describe_open_error(dir.as_raw_fd(), &name, &path, errno()));
         }
         let f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
         match f.metadata() {
