@@ -587,3 +587,66 @@ fn stale_directories_are_removed_at_the_next_start() {
     want.sort();
     assert_eq!(left, want);
 }
+
+/// Root can watch and steer another user's program: `tiermem stat` finds its run
+/// directory in the program's environment (owned by that user), and `tiermem budget` is
+/// accepted from root by the peer check.
+#[test]
+fn root_controls_another_users_program() {
+    if !is_root() || !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipping: needs root and setpriv (util-linux)");
+        return;
+    }
+    let s = Scratch::new("rootctl");
+    chmod(&s.0, 0o711);
+    let home = s.path("nobody");
+    std::fs::create_dir(&home).unwrap();
+    chmod(&home, 0o700);
+    std::os::unix::fs::chown(&home, Some(NOBODY), Some(NOBODY)).unwrap();
+    let run_dir = home.join("run");
+    // CAP_SYS_PTRACE (ambient) lets uid 65534 use userfaultfd whatever
+    // vm.unprivileged_userfaultfd says; nothing else of root's is kept.
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=+sys_ptrace",
+        "--ambient-caps=+sys_ptrace",
+        "--",
+    ])
+    .arg(tiermem())
+    .args(["run", "--dram-budget", "unlimited", "--"])
+    .arg(touch_bin())
+    .args(["--mb", "16", "--settle-ms", "5000"])
+    .env("TIERMEM_RUN_DIR", &run_dir)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let prog = Prog(Some(c.spawn().expect("setpriv")));
+    let pid = prog.pid().to_string();
+    // Root's own TIERMEM_RUN_DIR points elsewhere: the program's environment wins.
+    let elsewhere = s.path("elsewhere");
+    let t0 = Instant::now();
+    let st: serde_json::Value = loop {
+        let o = cli(&elsewhere, &["stat", &pid, "--json"]);
+        if o.status.success() {
+            break serde_json::from_slice(&o.stdout).unwrap();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "root cannot stat uid {NOBODY}'s program: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(st["budget"], "unlimited");
+    let dir = run_dir.join(&pid);
+    assert_eq!(std::fs::metadata(&dir).unwrap().uid(), NOBODY);
+    let o = cli(&elsewhere, &["budget", &pid, "25%"]);
+    let out = ok(&o, "root: tiermem budget 25%");
+    assert!(out.contains("-> 25.0% of footprint"), "{out}");
+    let o = prog.wait(60);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!dir.exists());
+    assert!(!elsewhere.exists(), "the CLI created its own run directory");
+}
