@@ -21,7 +21,32 @@ pub fn from_toml_str<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T>
         let inner = e.into_inner();
         let offset = inner.span().map(|s| s.start.min(text.len()));
         let line = offset.map(|o| text[..o].matches('\n').count() + 1);
-        let msg = one_line(inner.message());
+        let mut msg = one_line(inner.message());
+        if msg.is_empty() {
+            // toml says nothing for some stray characters (a control byte in a comment).
+            let (col, ch) = offset.map_or((0, None), |o| {
+                let start = text[..o].rfind('\n').map_or(0, |i| i + 1);
+                (text[start..o].chars().count() + 1, text[o..].chars().next())
+            });
+            msg = match ch {
+                Some(c) => format!(
+                    "invalid character `{}` at column {col}; TOML text allows no control characters outside escapes: remove it",
+                    c.escape_default()
+                ),
+                None => "invalid TOML".to_string(),
+            };
+        }
+        // A hand-written decoder (the workload table) reports `sub.field`: ... relative to
+        // its table: fold that into the path.
+        let mut path = path;
+        if let Some(rest) = msg.strip_prefix('`') {
+            if let Some((sub, tail)) = rest.split_once("`: ") {
+                if !sub.is_empty() && !sub.contains(' ') {
+                    path = join(if path == "." { "" } else { &path }, sub);
+                    msg = tail.to_string();
+                }
+            }
+        }
         let at = match line {
             Some(l) if !origin.starts_with("<dict") => format!("{origin}:{l}"),
             _ => origin.to_string(),

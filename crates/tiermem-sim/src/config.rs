@@ -247,6 +247,17 @@ impl Validate for SimConfig {
             1e6,
         )?;
         check_range(&join(p, "epoch_ms"), self.epoch_ms, 0.01, 1e4)?;
+        if self.duration_s * 1e3 < self.record_interval_ms {
+            return Err(invalid(
+                &join(p, "duration_s"),
+                format!(
+                    "{} s is shorter than record_interval_ms ({} ms), so the run would record nothing; make duration_s at least {} or record_interval_ms smaller",
+                    self.duration_s,
+                    self.record_interval_ms,
+                    self.record_interval_ms / 1e3
+                ),
+            ));
+        }
         check_range(
             &join(p, "steady_state_fraction"),
             self.steady_state_fraction,
