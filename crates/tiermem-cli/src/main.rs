@@ -1,5 +1,7 @@
 //! The `tiermem` command.
 
+#[cfg(test)]
+mod cli_fuzz;
 mod runtime_cmd;
 mod sim_cmd;
 mod trace_cmd;

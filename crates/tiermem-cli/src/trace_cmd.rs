@@ -41,7 +41,7 @@ pub enum TraceCommand {
     },
 }
 
-fn page_bytes(text: &str) -> Result<u64> {
+pub(crate) fn page_bytes(text: &str) -> Result<u64> {
     let b = parse_size(text).map_err(|e| Error::usage(format!("--page-size: {e}")))?;
     if b < 64 || !b.is_power_of_two() {
         return Err(Error::usage(format!(
