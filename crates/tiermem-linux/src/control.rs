@@ -256,12 +256,31 @@ fn remove_pid_dir(parent: RawFd, name: &CStr, uid: u32) -> bool {
         Some(st) if is_dir(&st) && st.st_uid == uid => {}
         _ => return false,
     }
-    for n in list(fd.as_raw_fd()) {
-        if unsafe { libc::unlinkat(fd.as_raw_fd(), n.as_ptr(), 0) } != 0 {
-            unsafe { libc::unlinkat(fd.as_raw_fd(), n.as_ptr(), libc::AT_REMOVEDIR) };
+    // A file the manager thread was writing as we listed may appear after the listing
+    // (once the directory is gone, nothing can be created in it): list again.
+    for _ in 0..100 {
+        for n in list(fd.as_raw_fd()) {
+            if unsafe { libc::unlinkat(fd.as_raw_fd(), n.as_ptr(), 0) } != 0 {
+                unsafe { libc::unlinkat(fd.as_raw_fd(), n.as_ptr(), libc::AT_REMOVEDIR) };
+            }
         }
+        if unsafe { libc::unlinkat(parent, name.as_ptr(), libc::AT_REMOVEDIR) } == 0 {
+            return true;
+        }
+        if errno() != libc::ENOTEMPTY {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    unsafe { libc::unlinkat(parent, name.as_ptr(), libc::AT_REMOVEDIR) == 0 }
+    false
+}
+
+/// Set when this process removes its own directory (at exit): the manager thread then
+/// publishes nothing more.
+static CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn closed() -> bool {
+    CLOSED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 fn pid_dead(pid: u32) -> bool {
@@ -472,6 +491,12 @@ impl Server {
             }
             Err(e) => crate::runtime::report(&format!("no control socket: {e}")),
         }
+        if closed() {
+            // The program exited while we created the directory: take it away again.
+            s.dir = Slot::None;
+            s.listener = Slot::None;
+            remove_pid_dir(run.as_raw_fd(), &cname(&pid.to_string()), uid);
+        }
         Ok(s)
     }
 
@@ -539,6 +564,9 @@ impl Server {
     /// Write NAME via a fresh `.NAME.tmp` (O_EXCL | O_NOFOLLOW, mode `stats_mode`) and
     /// renameat.
     fn write_atomic(&mut self, name: &str, text: &str) {
+        if closed() {
+            return;
+        }
         let Some(d) = Self::live(&mut self.dir, "control directory") else {
             return;
         };
@@ -590,6 +618,9 @@ impl Server {
     /// 200 ms); returns at once when none is waiting.
     pub fn serve(&mut self, rt: &crate::runtime::Runtime) {
         for _ in 0..4 {
+            if closed() {
+                return;
+            }
             let Some(l) = Self::live(&mut self.listener, "control socket") else {
                 return;
             };
@@ -807,6 +838,9 @@ impl Control {
     /// Remove RUN_DIR/PID (the runtime at exit). Only a directory of ours, never through a
     /// symlink.
     pub fn remove(&self) {
+        if self.pid == std::process::id() {
+            CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         let Ok(c) = cpath(&self.run_dir) else { return };
         let fd = unsafe { libc::open(c.as_ptr(), open_dir_flags()) };
         if fd < 0 {
