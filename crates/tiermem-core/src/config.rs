@@ -65,9 +65,14 @@ pub fn from_toml_str<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T>
         }
         let path = if path == "." || path.is_empty() {
             // A syntax error has no serde path: name the key on the failing line.
-            offset.and_then(|o| key_path_at(text, o)).unwrap_or_default()
+            offset.and_then(|o| key_path_at(text, o, false)).unwrap_or_default()
         } else {
-            path
+            // serde loses the field inside an internally tagged enum (`[policy]`): the key
+            // on the failing line, when it lies under the reported path, is more precise.
+            match offset.and_then(|o| key_path_at(text, o, true)) {
+                Some(k) if k.len() > path.len() && k.starts_with(&format!("{path}.")) => k,
+                _ => path,
+            }
         };
         let hint = if msg.contains("number too large") {
             "; TOML integers are at most 9223372036854775807: write a size as a string such as \"64G\", a count within that range"
@@ -100,7 +105,7 @@ fn missing_field_name(msg: &str) -> Option<&str> {
 
 /// The dotted key path of the `key = value` line holding byte `offset` of `text`
 /// (`machine.tiers[1].capacity`), from the table headers above it.
-fn key_path_at(text: &str, offset: usize) -> Option<String> {
+fn key_path_at(text: &str, offset: usize, anywhere: bool) -> Option<String> {
     let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     let mut table = String::new();
     let mut arrays: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -119,7 +124,7 @@ fn key_path_at(text: &str, offset: usize) -> Option<String> {
     // Only a value's error (after its `=`) belongs to the key: a broken line before it
     // (an unclosed array) is reported where the parser stopped, on the next line.
     let eq = line.find('=')?;
-    if offset - start <= eq {
+    if offset - start <= eq && !anywhere {
         return None;
     }
     let key = &line[..eq];

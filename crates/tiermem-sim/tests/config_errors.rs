@@ -256,3 +256,27 @@ fn nothing_can_move_warns_and_a_normal_run_does_not() {
     assert!(w.len() == 1 && w[0].contains("nothing can move") && w[0].contains("tier 0"), "{w:?}");
     assert!(warnings(&short(COLLOID_GUPS_BASE)).is_empty());
 }
+
+#[test]
+fn policy_field_errors_name_the_policy_field() {
+    let msg = names(
+        &with("policy = \"hemem\"", "policy = \"hemem\"\nquantum_ms = \"abc\""),
+        "policy.quantum_ms",
+    );
+    assert!(msg.contains("f64"), "{msg}");
+    let msg = names(
+        &with("policy = \"hemem\"", "policy = \"hemem\"\nquantum_mss = 3"),
+        "policy.quantum_mss",
+    );
+    assert!(msg.contains("unknown field"), "{msg}");
+}
+
+#[test]
+fn nan_antagonist_end_and_empty_tier_name_are_rejected() {
+    let msg = names(
+        &format!("{COLLOID_GUPS_BASE}\n[[antagonist]]\ntier = 0\ncores = 1\nend_s = nan\n"),
+        "antagonist[0].end_s",
+    );
+    assert!(msg.contains("NaN"), "{msg}");
+    names(&with("name = \"local\"", "name = \"\""), "machine.tiers[0].name");
+}

@@ -57,7 +57,37 @@ fn shipped_configs() -> Vec<(String, String)> {
         .filter(|(_, t)| t.contains("[machine]"))
         .collect();
     assert!(configs.len() >= 2, "shipped configs not found: {files:?}");
-    configs
+    // Each shipped config also with every documented field of each policy, and with Colloid
+    // layered on top, so that policy tunables get mutated too.
+    let mut all = configs.clone();
+    for (name, text) in &configs {
+        let Some(cut) = text.find("[policy]") else {
+            continue;
+        };
+        let head = &text[..cut];
+        let tail = text[cut..]
+            .find("\n[")
+            .map_or("", |i| &text[cut + i..]);
+        for (policy, section) in tiermem_policies::config::DEFAULTS_TOML {
+            let colloid = if policy == "static" {
+                ""
+            } else {
+                "[colloid]\ndelta = 0.05\nepsilon = 0.01\newma_alpha = 0.3\n"
+            };
+            all.push((
+                format!("{name} + {policy}"),
+                format!(
+                    "{head}{}\n{colloid}{tail}",
+                    section
+                        .lines()
+                        .map(|l| l.strip_prefix("# ").unwrap_or(l))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
+            ));
+        }
+    }
+    all
 }
 
 const VALUES: &[&str] = &[

@@ -240,7 +240,7 @@ impl<'de> Deserialize<'de> for WorkloadConfig {
     }
 }
 
-fn decode<T: serde::de::DeserializeOwned>(t: toml::Table) -> std::result::Result<T, String> {
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(t: toml::Table) -> std::result::Result<T, String> {
     serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
