@@ -143,8 +143,8 @@ pub fn private_run_dir() -> String {
 }
 
 /// Check an open directory: a directory, owned by one of `owners`, writable by nobody
-/// else. With `want` (a mode), read/exec bits of group/others are set to exactly those of
-/// `want` (the directory is ours; nothing can have been planted in it).
+/// else. With `want` (the mode we create it with), group/other bits beyond `want` are
+/// refused too, and missing ones added (`stats_mode` widening an existing directory).
 fn check_dir(fd: RawFd, path: &Path, owners: &[u32], want: Option<u32>) -> Result<(), String> {
     let st = fstat(fd).ok_or_else(|| format!("{}: fstat: {}", path.display(), os_err(errno())))?;
     let mode = st.st_mode & 0o7777;
@@ -166,6 +166,13 @@ fn check_dir(fd: RawFd, path: &Path, owners: &[u32], want: Option<u32>) -> Resul
         ));
     }
     if let Some(w) = want {
+        if mode & 0o077 & !w != 0 {
+            return Err(format!(
+                "{}: refused: accessible by group or others (mode {mode:04o}, want {w:04o}); remove it or `chmod {w:o}` it",
+                path.display()
+            ));
+        }
+        // Add what `stats_mode` asks for (or owner bits that are missing).
         if mode != w && unsafe { libc::fchmod(fd, w) } != 0 {
             return Err(format!(
                 "{}: chmod {w:04o}: {}",
@@ -283,6 +290,29 @@ fn closed() -> bool {
     CLOSED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
+/// Names a runtime creates in RUN_DIR/PID (and `budget`, of older versions).
+const OURS: [&str; 6] = [
+    "stats.json",
+    "metrics.prom",
+    SOCKET,
+    ".stats.json.tmp",
+    ".metrics.prom.tmp",
+    "budget",
+];
+
+/// True when directory `name` of `run` holds nothing but what a runtime creates: a
+/// RUN_DIR pointed at a directory with other numeric subdirectories never loses data.
+fn only_ours(run: RawFd, name: &CStr) -> bool {
+    let fd = unsafe { libc::openat(run, name.as_ptr(), open_dir_flags()) };
+    if fd < 0 {
+        return false;
+    }
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    list(fd.as_raw_fd())
+        .iter()
+        .all(|n| n.to_str().is_ok_and(|n| OURS.contains(&n)))
+}
+
 fn pid_dead(pid: u32) -> bool {
     pid > 0
         && pid <= i32::MAX as u32
@@ -305,7 +335,7 @@ fn remove_stale_in(run: RawFd) -> usize {
             Some(st) if is_dir(&st) && st.st_uid == uid => {}
             _ => continue,
         }
-        if pid_dead(pid) && remove_pid_dir(run, &name, uid) {
+        if pid_dead(pid) && only_ours(run, &name) && remove_pid_dir(run, &name, uid) {
             n += 1;
         }
     }

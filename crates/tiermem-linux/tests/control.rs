@@ -287,6 +287,11 @@ fn hostile_run_directories_are_refused() {
         (ww.clone(), "writable by group or others"),
         (link.clone(), "symbolic link"),
     ];
+    // Ours, but readable by everyone (what `mkdir` with umask 022 gives).
+    let readable = s.path("readable");
+    std::fs::create_dir(&readable).unwrap();
+    chmod(&readable, 0o755);
+    cases.push((readable.clone(), "accessible by group or others"));
     // A directory created by another user (needs root to make one).
     let other = s.path("other");
     if is_root() {
@@ -337,6 +342,7 @@ fn hostile_run_directories_are_refused() {
         ww.display()
     );
     assert!(entries(&good).is_empty(), "written through the symlink");
+    assert!(entries(&readable).is_empty() && mode(&readable) == 0o755);
     if is_root() {
         assert!(
             entries(&other).is_empty(),
@@ -545,6 +551,10 @@ fn stale_directories_are_removed_at_the_next_start() {
     let victim = s.path("victim");
     mk(&victim);
     std::os::unix::fs::symlink(&victim, dead(2)).unwrap();
+    // A numeric directory holding something a runtime never writes is not ours: kept.
+    let foreign = dead(4);
+    mk(&foreign);
+    std::fs::write(foreign.join("thesis.tex"), "keep me").unwrap();
 
     let o = start(&run_dir, 0, &[]).wait(30);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -558,6 +568,7 @@ fn stale_directories_are_removed_at_the_next_start() {
         victim.join("stats.json").exists(),
         "removed through a symlink"
     );
+    assert!(foreign.join("thesis.tex").exists() && foreign.join("stats.json").exists());
 
     // The runtime alone (no CLI) cleans up too, when it creates its directory.
     mk(&dead(3));
@@ -583,6 +594,7 @@ fn stale_directories_are_removed_at_the_next_start() {
         std::process::id().to_string(),
         "notes".to_string(),
         (pid_max + 2).to_string(),
+        (pid_max + 4).to_string(),
     ];
     want.sort();
     assert_eq!(left, want);
