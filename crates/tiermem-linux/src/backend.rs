@@ -21,6 +21,8 @@ pub struct RuntimeBackend {
     now: u64,
     /// Compression output buffer of `apply` (used without the state lock).
     cbuf: Vec<u8>,
+    /// The fault thread's kick counter as last seen (`Runtime::kick`).
+    kicks_seen: u32,
 }
 
 impl RuntimeBackend {
@@ -57,6 +59,7 @@ impl RuntimeBackend {
             next_scan_ns: 0,
             now: sys::now_ns(),
             cbuf: Vec::with_capacity(8192),
+            kicks_seen: 0,
         }
     }
 }
@@ -86,7 +89,21 @@ impl Backend for RuntimeBackend {
         }
     }
     fn advance(&mut self, dt_ns: u64) -> Result<()> {
-        std::thread::sleep(std::time::Duration::from_nanos(dt_ns));
+        // Sleep out the quantum unless the fault thread kicks: DRAM went over budget +
+        // slack and faults wait for room (`Runtime::make_room`).
+        let until = sys::now_ns() + dt_ns;
+        loop {
+            let seen = self.rt.kick.load(std::sync::atomic::Ordering::Acquire);
+            if seen != self.kicks_seen {
+                self.kicks_seen = seen;
+                break;
+            }
+            let now = sys::now_ns();
+            if now >= until {
+                break;
+            }
+            sys::futex_wait(&self.rt.kick, seen, until - now);
+        }
         self.now = sys::now_ns();
         if self.scan_pages > 0 && self.now >= self.next_scan_ns {
             self.next_scan_ns = self.now + self.scan_period_ns;
@@ -130,6 +147,21 @@ impl Backend for RuntimeBackend {
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
+        let a = self.apply_moves(plan, quota_bytes);
+        // Tell a fault waiting for room how it went (`Runtime::make_room`).
+        if !plan.moves.is_empty() {
+            self.rt
+                .can_make_room
+                .store(a.pages_applied > 0, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.rt.room.fetch_add(1, std::sync::atomic::Ordering::Release);
+        sys::futex_wake(&self.rt.room);
+        a
+    }
+}
+
+impl RuntimeBackend {
+    fn apply_moves(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
         let mut a = Applied::default();
         let pages: Vec<(usize, u8)> = plan
             .moves
@@ -200,6 +232,9 @@ pub fn manager_loop(rt: &'static Runtime) {
         }
         if let Err(e) = engine.step(&mut backend) {
             crate::runtime::report(&format!("engine step failed: {e}"));
+        }
+        if let Some(line) = rt.check_thrash() {
+            crate::runtime::report(&line);
         }
         let publish = rt.publish.load(std::sync::atomic::Ordering::Relaxed);
         if let Some(c) = ctl.as_mut().filter(|_| publish) {

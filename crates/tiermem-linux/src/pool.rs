@@ -15,6 +15,8 @@
 
 use crate::sys;
 use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// Slabs are carved from large NORESERVE chunks (few mappings; physical memory only for
 /// the slab pages actually written).
@@ -85,7 +87,12 @@ struct Class {
     slot: usize,
     per_slab: usize,
     slabs: Vec<usize>,
-    free: Vec<u64>,
+    /// Live objects per slab: a slab whose last object is freed goes back to the kernel
+    /// (MADV_DONTNEED; its address range stays ours for reuse).
+    live: Vec<u32>,
+    /// Free slots, lowest first: new objects pack into the low slabs, so churn (pages
+    /// faulting in and out) empties high slabs instead of leaving every slab sparse.
+    free: BinaryHeap<Reverse<u64>>,
     next_fresh: u64,
 }
 
@@ -113,7 +120,6 @@ impl Pool {
         }
         let s = *self.chunks.last().unwrap() + self.chunk_used;
         self.chunk_used += SLAB_BYTES;
-        self.pool_bytes += SLAB_BYTES as u64;
         Some(s)
     }
 
@@ -125,7 +131,8 @@ impl Pool {
                 slot,
                 per_slab: SLAB_BYTES / slot,
                 slabs: Vec::new(),
-                free: Vec::new(),
+                live: Vec::new(),
+                free: BinaryHeap::new(),
                 next_fresh: 0,
             })
             .collect();
@@ -154,19 +161,27 @@ impl Pool {
     pub fn store(&mut self, data: &[u8]) -> Option<Handle> {
         let ci = self.class_for(data.len().max(1))?;
         let slot = match self.classes[ci].free.pop() {
-            Some(s) => s,
+            Some(Reverse(s)) => s,
             None => {
                 let c = &self.classes[ci];
                 if c.next_fresh as usize == c.slabs.len() * c.per_slab {
                     let slab = self.new_slab()?;
                     self.classes[ci].slabs.push(slab);
+                    self.classes[ci].live.push(0);
                 }
                 let c = &mut self.classes[ci];
                 c.next_fresh += 1;
                 c.next_fresh - 1
             }
         };
+        let c = &mut self.classes[ci];
+        let si = (slot / c.per_slab as u64) as usize;
+        if c.live[si] == 0 {
+            self.pool_bytes += SLAB_BYTES as u64;
+        }
+        c.live[si] += 1;
         let a = self.addr(ci, slot);
+        // SAFETY: `a` is a slot of `data.len()` <= slot-size bytes inside a slab we mapped.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), a as *mut u8, data.len()) };
         self.stored_bytes += data.len() as u64;
         self.objects += 1;
@@ -192,7 +207,15 @@ impl Pool {
         );
         self.stored_bytes -= len;
         self.objects -= 1;
-        self.classes[ci].free.push(slot);
+        let c = &mut self.classes[ci];
+        c.free.push(Reverse(slot));
+        let si = (slot / c.per_slab as u64) as usize;
+        c.live[si] -= 1;
+        if c.live[si] == 0 {
+            // SAFETY: the slab is ours and holds no live object.
+            unsafe { sys::madvise(c.slabs[si], SLAB_BYTES, libc::MADV_DONTNEED) };
+            self.pool_bytes -= SLAB_BYTES as u64;
+        }
     }
 }
 
@@ -231,11 +254,33 @@ mod tests {
                 p.free(h);
             }
             assert_eq!(p.stored_bytes, 0);
+            assert_eq!(p.pool_bytes, 0, "{kind:?}: empty slabs go back to the kernel");
             for i in 0..1000u32 {
                 p.store(&vec![1; 100 + (i as usize % 2000)]).unwrap();
             }
             assert_eq!(p.pool_bytes, before, "{kind:?} must reuse freed slots");
         }
+    }
+    #[test]
+    fn empty_slabs_are_released_and_holes_refilled_first() {
+        let mut p = Pool::new(AllocatorKind::Zsmalloc, Backing::Memory);
+        let hs: Vec<_> = (0..4000u32).map(|_| p.store(&[3u8; 1000]).unwrap()).collect();
+        let peak = p.pool_bytes;
+        // Freeing the second half empties its slabs: they go back to the kernel.
+        for &h in &hs[2000..] {
+            p.free(h);
+        }
+        assert_eq!(p.pool_bytes, peak / 2);
+        // Holes in live slabs are filled before any empty or fresh slab is touched.
+        for &h in hs[..2000].iter().step_by(2) {
+            p.free(h);
+        }
+        let holey = p.pool_bytes;
+        assert_eq!(holey, peak / 2, "half-empty slabs stay");
+        for _ in 0..1000 {
+            p.store(&[4u8; 1000]).unwrap();
+        }
+        assert_eq!(p.pool_bytes, holey, "new objects went into the holes");
     }
     #[test]
     fn zbud_packs_at_most_two_per_page() {

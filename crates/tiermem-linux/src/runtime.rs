@@ -23,7 +23,7 @@ use crate::stats::{Histogram, Stats, TierStats};
 use crate::sys::{self, PAGE};
 use crate::uffd::{Msg, Op, Uffd, UFFD_EVENT_PAGEFAULT, UFFD_PAGEFAULT_FLAG_WRITE};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use tiermem_core::{HeatEvent, TierId};
 
@@ -73,6 +73,10 @@ const SPIN_NS: u64 = 30_000;
 /// faults come closer together than SPIN_NS: sparse faults (memcached's) do not cost 30 us
 /// of CPU each.
 const SPIN_MIN_NS: u64 = 2_000;
+/// Minimum slack of the budget (1 MiB), see `State::limit_pages`.
+const SLACK_MIN_PAGES: u64 = 256;
+/// How long the fault thread waits for room before serving the next faults anyway.
+const ROOM_WAIT_NS: u64 = 5_000_000;
 /// A staged page not touched for this long is put back (it stays a cold-page candidate).
 const STAGE_MAX_NS: u64 = 5_000_000_000;
 /// mremap(2) flag (Linux 5.7): move the pages, leave the source mapped and empty.
@@ -123,6 +127,12 @@ pub struct State {
     pub hint_sampled: u64,
     pub hint_faults: u64,
     pub first_touch: u64,
+    /// Time the fault thread spent serving tier faults (decompress + install), ns.
+    pub stall_ns: u64,
+    /// Times the fault thread waited for the manager to make room, and for how long.
+    pub room_waits: u64,
+    pub room_wait_ns: u64,
+    pub thrash: Thrash,
     pub evict_busy: u64,
     pub forks: u64,
     pub quanta: u64,
@@ -145,6 +155,14 @@ pub struct Runtime {
     pub stop: AtomicBool,
     pub publish: AtomicBool,
     pub fault_msgs: AtomicU64,
+    /// Bumped (and woken) by the fault thread when DRAM is over budget + slack: the
+    /// manager runs its next quantum now instead of sleeping it out.
+    pub kick: AtomicU32,
+    /// Bumped (and woken) by the manager after each quantum's moves.
+    pub room: AtomicU32,
+    /// The manager's last quantum over budget freed DRAM: worth waiting for. False when
+    /// nothing could be evicted (pinned, incompressible): faults then go on over budget.
+    pub can_make_room: AtomicBool,
 }
 
 static RUNTIME: OnceLock<&'static Runtime> = OnceLock::new();
@@ -222,6 +240,14 @@ impl State {
 
     pub fn budget_bytes(&self) -> u64 {
         self.budget.bytes(self.footprint_pages() * PAGE as u64)
+    }
+
+    /// Resident pages above which faults wait for the manager to make room: the budget
+    /// plus a slack of max(budget / 32, 1 MiB). One batch of faults (at most 32 messages,
+    /// each zero-filling up to 64 KiB) can still land on top: docs/runtime.md.
+    pub fn limit_pages(&self) -> u64 {
+        let budget = self.budget_bytes() / PAGE as u64;
+        budget.saturating_add((budget / 32).max(SLACK_MIN_PAGES))
     }
 
     fn take_range(&mut self, n: u32) -> Option<u32> {
@@ -348,6 +374,10 @@ impl Runtime {
             hint_sampled: 0,
             hint_faults: 0,
             first_touch: 0,
+            stall_ns: 0,
+            room_waits: 0,
+            room_wait_ns: 0,
+            thrash: Thrash::default(),
             evict_busy: 0,
             forks: 0,
             quanta: 0,
@@ -369,6 +399,9 @@ impl Runtime {
             stop: AtomicBool::new(false),
             publish: AtomicBool::new(true),
             fault_msgs: AtomicU64::new(0),
+            kick: AtomicU32::new(0),
+            room: AtomicU32::new(0),
+            can_make_room: AtomicBool::new(true),
         }));
         if RUNTIME.set(rt).is_err() {
             return Ok(RUNTIME.get().unwrap());
@@ -901,8 +934,41 @@ impl Runtime {
                     }
                 }
                 self.flush_hint_dirty(&mut st);
+                let over = st.resident > st.limit_pages();
                 drop(st);
+                if over {
+                    self.make_room();
+                }
                 last_served = sys::now_ns();
+            }
+        }
+    }
+
+    /// DRAM is over budget + slack: wake the manager and wait (up to ROOM_WAIT_NS, never
+    /// holding the state lock) until it has evicted below the limit, so the faults that
+    /// follow do not push DRAM further over. Skipped while the manager cannot evict.
+    fn make_room(&self) {
+        if !self.can_make_room.load(Ordering::Relaxed) {
+            return;
+        }
+        let t0 = sys::now_ns();
+        loop {
+            let seen = self.room.load(Ordering::Acquire);
+            self.kick.fetch_add(1, Ordering::Release);
+            sys::futex_wake(&self.kick);
+            sys::futex_wait(&self.room, seen, 1_000_000);
+            let st = lock_spin(self);
+            let over = st.resident > st.limit_pages();
+            drop(st);
+            if !over
+                || !self.can_make_room.load(Ordering::Relaxed)
+                || sys::now_ns() - t0 > ROOM_WAIT_NS
+                || self.stop.load(Ordering::Relaxed)
+            {
+                let mut st = lock(self);
+                st.room_waits += 1;
+                st.room_wait_ns += sys::now_ns() - t0;
+                return;
             }
         }
     }
@@ -1007,7 +1073,9 @@ impl Runtime {
                     st.events.push(HeatEvent::TierFault { page: i as u32 });
                     let t = &mut st.tiers[tier - 1];
                     t.faults += 1;
-                    t.hist.record(sys::now_ns() - t0);
+                    let dt = sys::now_ns() - t0;
+                    t.hist.record(dt);
+                    st.stall_ns += dt;
                 } else {
                     self.uffd.wake(a, PAGE);
                 }
@@ -1477,7 +1545,10 @@ impl Runtime {
     // ------------------------------------------------------------------ stats
 
     pub fn stats(&self) -> Stats {
+        // Read before taking the lock (a file read).
+        let anon = process_anon_bytes();
         let st = lock(self);
+        let pools: u64 = st.tiers.iter().map(|t| t.pool.pool_bytes).sum();
         let ft = self.fault_tid.load(Ordering::Relaxed);
         let mt = self.manager_tid.load(Ordering::Relaxed);
         let (cf, cm) = (
@@ -1523,9 +1594,106 @@ impl Runtime {
             cpu_fault_thread_s: cf,
             cpu_manager_thread_s: cm,
             forks: st.forks,
+            tier_fault_service_s: st.stall_ns as f64 / 1e9,
+            room_waits: st.room_waits,
+            room_wait_s: st.room_wait_ns as f64 / 1e9,
+            thrashing: st.thrash.flagged,
+            suggested_budget: st.thrash.suggestion.clone(),
+            process_anon_bytes: anon,
+            unmanaged_anon_bytes: anon.saturating_sub(st.resident * PAGE as u64 + pools),
             quanta: st.quanta,
         }
     }
+}
+
+/// Thrashing: the share of wall time the fault thread spent serving tier faults over the
+/// last window. A program's own wait per fault is longer still (the wakeup of the faulting
+/// thread, 5-10 us on these VMs), so this share is a lower bound of its stall.
+pub const THRASH_WINDOW_NS: u64 = 2_000_000_000;
+/// Above this share of a window the program is told it thrashes (docs/runtime.md).
+pub const THRASH_SHARE: f64 = 0.10;
+
+#[derive(Clone, Debug, Default)]
+pub struct Thrash {
+    window_start_ns: u64,
+    stall_at_start_ns: u64,
+    faults_at_start: u64,
+    pub flagged: bool,
+    /// The budget (percent of the footprint) that would have held the window's faults.
+    pub suggestion: Option<String>,
+}
+
+impl Runtime {
+    /// Close the thrash window if it is over. Returns the stderr line to print when the
+    /// program starts thrashing (once per episode).
+    pub fn check_thrash(&self) -> Option<String> {
+        let now = sys::now_ns();
+        let mut st = lock(self);
+        let faults: u64 = st.tiers.iter().map(|t| t.faults).sum();
+        let stall = st.stall_ns;
+        let th = &st.thrash;
+        if th.window_start_ns == 0 {
+            st.thrash = Thrash {
+                window_start_ns: now,
+                stall_at_start_ns: stall,
+                faults_at_start: faults,
+                ..Thrash::default()
+            };
+            return None;
+        }
+        let wall = now - th.window_start_ns;
+        if wall < THRASH_WINDOW_NS {
+            return None;
+        }
+        let share = (stall - th.stall_at_start_ns) as f64 / wall as f64;
+        let refaulted = faults - th.faults_at_start;
+        let was = th.flagged;
+        let footprint = st.footprint_pages().max(1);
+        let budget_pages = st.budget_bytes() / PAGE as u64;
+        // Every page faulted back in the window was needed: a budget that holds them too.
+        let want = (budget_pages + refaulted).min(footprint);
+        let pct = ((want * 100).div_ceil(footprint).div_ceil(5) * 5).min(100);
+        let flagged = share > THRASH_SHARE;
+        st.thrash = Thrash {
+            window_start_ns: now,
+            stall_at_start_ns: stall,
+            faults_at_start: faults,
+            flagged,
+            suggestion: flagged.then(|| {
+                if pct >= 100 {
+                    "unlimited".to_string()
+                } else {
+                    format!("{pct}%")
+                }
+            }),
+        };
+        if flagged && !was {
+            let s = st.thrash.suggestion.clone().unwrap_or_default();
+            return Some(format!(
+                "thrashing: {:.0}% of the last {:.0} s went to serving {} tier faults \
+                 (budget {}); try --dram-budget {s} (`tiermem budget {} {s}` while it runs)",
+                share * 100.0,
+                wall as f64 / 1e9,
+                refaulted,
+                st.budget.describe(),
+                std::process::id()
+            ));
+        }
+        None
+    }
+}
+
+/// Resident anonymous memory of this process (RssAnon of /proc/self/status), bytes.
+fn process_anon_bytes() -> u64 {
+    let _g = crate::InternalGuard::new();
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("RssAnon:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

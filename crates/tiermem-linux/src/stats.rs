@@ -115,6 +115,29 @@ pub struct Stats {
     pub cpu_manager_thread_s: f64,
     pub forks: u64,
     pub quanta: u64,
+    /// Time the fault thread spent serving tier faults (a lower bound of the program's
+    /// stall on them).
+    #[serde(default)]
+    pub tier_fault_service_s: f64,
+    /// Times faults waited for the manager to bring DRAM back under budget + slack, and
+    /// the total time they waited.
+    #[serde(default)]
+    pub room_waits: u64,
+    #[serde(default)]
+    pub room_wait_s: f64,
+    /// Tier faults took more than `runtime::THRASH_SHARE` of the last window.
+    #[serde(default)]
+    pub thrashing: bool,
+    /// A budget that would have held the last window's faults, when thrashing.
+    #[serde(default)]
+    pub suggested_budget: Option<String>,
+    /// Resident anonymous memory of the whole process (RssAnon).
+    #[serde(default)]
+    pub process_anon_bytes: u64,
+    /// RssAnon not in managed DRAM nor in compressed pools: stacks, memory allocated before
+    /// the runtime started, locked or shared memory, tiermem's own tables.
+    #[serde(default)]
+    pub unmanaged_anon_bytes: u64,
 }
 
 impl Stats {
@@ -154,6 +177,24 @@ impl Stats {
             "cpu_seconds",
             "CPU seconds used by tiermem threads",
             self.cpu_s,
+        );
+        g(
+            &mut s,
+            "unmanaged_anon_bytes",
+            "Resident anonymous bytes outside managed DRAM and pools",
+            self.unmanaged_anon_bytes as f64,
+        );
+        g(
+            &mut s,
+            "tier_fault_service_seconds",
+            "Seconds spent serving tier faults",
+            self.tier_fault_service_s,
+        );
+        g(
+            &mut s,
+            "thrashing",
+            "1 while tier faults take more than the thrash share of the time",
+            self.thrashing as u8 as f64,
         );
         g(
             &mut s,

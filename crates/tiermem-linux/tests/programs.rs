@@ -118,8 +118,11 @@ fn python3_syscalls_read_and_write_evicted_pages() {
         2,
         "the plain run itself is wrong: {want}"
     );
-    let (cmd, stats) = tiered("4M", &argv);
+    let (mut cmd, stats) = tiered("4M", &argv);
+    let run_dir = private_run_dir();
+    cmd.env("TIERMEM_RUN_DIR", &run_dir);
     let out = run(cmd, None, 300, "tiered python3");
+    let _ = std::fs::remove_dir_all(&run_dir);
     let got = ok(&out, "tiered python3");
     assert_eq!(got, want);
     // Both system calls found the buffer (32 MiB) evicted: resident stayed near the budget.

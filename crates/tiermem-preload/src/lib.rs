@@ -7,9 +7,10 @@
 //! |                              | not a stack, not locked/shared/huge)                    |
 //! | munmap                       | pages become holes, their compressed copies freed       |
 //! | mremap                       | page tables move, pool handles move with them           |
-//! | madvise DONTNEED / FREE      | pages read as zero / no-op (contents kept)              |
+//! | madvise DONTNEED / FREE      | pages read as zero (FREE may: zero is one legal result) |
 //! | mprotect (not RW), mlock     | pages brought back to DRAM and pinned                   |
 //! | malloc/calloc/realloc/memalign >= min (glibc malloc only) | a region with a 4 KiB header |
+//! | malloc family < min (glibc malloc only) | mimalloc, whose segments are managed regions   |
 //!
 //! Everything else goes to the kernel or the real allocator unchanged. While tiermem's own
 //! code runs (`tiermem_linux::in_internal`) every call passes straight through.
@@ -151,6 +152,7 @@ static INIT: extern "C" fn() = init;
 
 extern "C" fn init() {
     let _g = enter();
+    tiermem_linux::init_internal_key();
     let cfg: tiermem_linux::config::RuntimeConfig = match std::env::var("TIERMEM_CONFIG_JSON") {
         Ok(j) => match serde_json::from_str(&j) {
             Ok(c) => c,
@@ -175,6 +177,10 @@ extern "C" fn init() {
         Ok(_) => {
             MIN_REGION.store(min, Ordering::SeqCst);
             MANAGE_MALLOC.store(glibc, Ordering::SeqCst);
+            // TIERMEM_SMALL_ALLOC=glibc keeps small blocks in glibc's heap (unmanaged).
+            let small_glibc =
+                std::env::var("TIERMEM_SMALL_ALLOC").is_ok_and(|v| v == "glibc");
+            SMALL_MI.store(glibc && !small_glibc, Ordering::SeqCst);
             READY.store(true, Ordering::SeqCst);
             unsafe { libc::atexit(at_exit) };
         }
@@ -399,8 +405,13 @@ pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) 
                 let _g = enter();
                 return neg_errno(rt.dontneed(addr as usize, len, advice));
             }
-            // Contents may be kept: keeping them is always correct.
-            libc::MADV_FREE => return 0,
+            // After MADV_FREE the contents are either kept or zero until the next write;
+            // zero (like DONTNEED) frees the DRAM and the pool space, which is the point
+            // of the call (mimalloc frees its unused pages this way).
+            libc::MADV_FREE => {
+                let _g = enter();
+                return neg_errno(rt.dontneed(addr as usize, len, libc::MADV_DONTNEED));
+            }
             _ => {}
         }
     }
@@ -476,6 +487,33 @@ pub unsafe extern "C" fn mlockall(flags: c_int) -> c_int {
 }
 
 // ---------------------------------------------------------------- malloc family
+//
+// Who owns a block, checked in this order (the owner's free/realloc must get it back):
+//   1. mimalloc (`mi_is_in_heap_region`): small blocks, allocated once the runtime is up
+//      in a program whose malloc is glibc's. mimalloc's own mmap calls reach our `mmap`,
+//      so its segments are managed regions and the budget covers the small-object heap.
+//   2. a managed block of ours (in the arena, header page with MAGIC): blocks >= the
+//      minimum region size, one region each (realloc moves page tables, no copy).
+//   3. the next allocator (glibc): blocks from before the runtime was up, tiermem's own
+//      allocations, and everything when the program brings its own allocator.
+
+use libmimalloc_sys as mi;
+
+/// Small blocks go to mimalloc (set at init when the program's malloc is glibc's and the
+/// runtime runs; stays set in a forked child, where mimalloc keeps working on plain memory).
+static SMALL_MI: AtomicBool = AtomicBool::new(false);
+
+#[inline]
+fn small_mi() -> bool {
+    SMALL_MI.load(Ordering::Relaxed)
+}
+
+/// Is `p` a mimalloc block? Only when mimalloc is in use: its segment map is a lookup.
+#[inline]
+fn is_mi(p: *mut c_void) -> bool {
+    // SAFETY: mi_is_in_heap_region only reads mimalloc's segment map for any address.
+    small_mi() && unsafe { mi::mi_is_in_heap_region(p) }
+}
 
 #[inline]
 fn big(n: usize) -> Option<&'static Runtime> {
@@ -507,7 +545,17 @@ unsafe fn big_alloc(rt: &Runtime, n: usize) -> *mut c_void {
             }
             (r + PAGE) as *mut c_void
         }
-        None => unsafe { next_malloc(n) },
+        None => unsafe { small_alloc(n) },
+    }
+}
+
+/// A block below the region size (or a big one the arena could not take).
+unsafe fn small_alloc(n: usize) -> *mut c_void {
+    if small_mi() {
+        // SAFETY: plain allocation call.
+        unsafe { mi::mi_malloc(n) }
+    } else {
+        unsafe { next_malloc(n) }
     }
 }
 
@@ -547,6 +595,21 @@ unsafe fn big_free(rt: Option<&Runtime>, p: *mut c_void) {
     }
 }
 
+/// Usable bytes of a block of any owner.
+unsafe fn usable(p: *mut c_void) -> usize {
+    if is_mi(p) {
+        // SAFETY: p is a live mimalloc block.
+        return unsafe { mi::mi_usable_size(p) };
+    }
+    if let (_, true) = block_of(p) {
+        return match unsafe { header(p) } {
+            Some((_, total, _)) => total - PAGE,
+            None => 0,
+        };
+    }
+    unsafe { real_usable_size(p) }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn malloc(n: size_t) -> *mut c_void {
     if tiermem_linux::in_internal() {
@@ -558,7 +621,7 @@ pub unsafe extern "C" fn malloc(n: size_t) -> *mut c_void {
     if let Some(rt) = big(n) {
         return unsafe { big_alloc(rt, n) };
     }
-    unsafe { next_malloc(n) }
+    unsafe { small_alloc(n) }
 }
 
 #[no_mangle]
@@ -568,6 +631,10 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     }
     if tiermem_linux::in_internal() {
         return unsafe { __libc_free(p) };
+    }
+    if is_mi(p) {
+        // SAFETY: p is a mimalloc block.
+        return unsafe { mi::mi_free(p) };
     }
     if let (rt, true) = block_of(p) {
         return unsafe { big_free(rt, p) };
@@ -593,7 +660,22 @@ pub unsafe extern "C" fn calloc(n: size_t, m: size_t) -> *mut c_void {
         // Fresh managed pages read as zero.
         return unsafe { big_alloc(rt, t) };
     }
+    if small_mi() {
+        // SAFETY: plain allocation call.
+        return unsafe { mi::mi_calloc(n, m) };
+    }
     unsafe { next_calloc(n, m) }
+}
+
+/// Move a block to a new owner: allocate `n` bytes with `malloc`, copy, free the old.
+unsafe fn realloc_by_copy(p: *mut c_void, old_usable: usize, n: usize) -> *mut c_void {
+    let q = unsafe { malloc(n) };
+    if q.is_null() {
+        return q;
+    }
+    unsafe { std::ptr::copy_nonoverlapping(p as *const u8, q as *mut u8, old_usable.min(n)) };
+    unsafe { free(p) };
+    q
 }
 
 #[no_mangle]
@@ -603,6 +685,20 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
     }
     if p.is_null() {
         return unsafe { malloc(n) };
+    }
+    if is_mi(p) {
+        if n == 0 {
+            unsafe { free(p) };
+            return std::ptr::null_mut();
+        }
+        if big(n).is_some() {
+            // Growing past the region size: becomes a managed block of its own.
+            // SAFETY: p is a live mimalloc block.
+            let old = unsafe { mi::mi_usable_size(p) };
+            return unsafe { realloc_by_copy(p, old, n) };
+        }
+        // SAFETY: p is a live mimalloc block.
+        return unsafe { mi::mi_realloc(p, n) };
     }
     if let (rt, true) = block_of(p) {
         let Some((r, total, used)) = (unsafe { header(p) }) else {
@@ -630,17 +726,12 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
                 return (moved as usize + PAGE) as *mut c_void;
             }
         }
-        let q = unsafe { malloc(n) };
-        if q.is_null() {
-            return q;
-        }
-        unsafe { std::ptr::copy_nonoverlapping(p as *const u8, q as *mut u8, used.min(n)) };
-        unsafe { free(p) };
-        return q;
+        return unsafe { realloc_by_copy(p, used, n) };
     }
-    if let Some(rt) = big(n) {
+    // A block of the next allocator (from before the runtime was up, or the program's
+    // own allocator's).
+    if big(n).is_some() || (small_mi() && n > 0) {
         let old = unsafe { real_usable_size(p) };
-        let _ = rt;
         let q = unsafe { malloc(n) };
         if q.is_null() {
             return q;
@@ -672,6 +763,10 @@ pub unsafe extern "C" fn memalign(al: size_t, n: size_t) -> *mut c_void {
         if let Some(rt) = big(n) {
             return unsafe { big_alloc(rt, n) };
         }
+    }
+    if small_mi() {
+        // SAFETY: plain allocation call (mimalloc accepts any power-of-two alignment).
+        return unsafe { mi::mi_malloc_aligned(n, al.max(1)) };
     }
     unsafe { next_memalign(al, n) }
 }
@@ -709,11 +804,5 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> size_t {
     if p.is_null() {
         return 0;
     }
-    if let (_, true) = block_of(p) {
-        if let Some((_, total, _)) = unsafe { header(p) } {
-            return total - PAGE;
-        }
-        return 0;
-    }
-    unsafe { real_usable_size(p) }
+    unsafe { usable(p) }
 }

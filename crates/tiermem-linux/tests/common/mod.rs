@@ -222,3 +222,25 @@ pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
     static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
     M.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// The runtime's problem reports in a program's stderr (`tiermem[PID]: ...` lines), leaving
+/// out the thrashing advice, which is information for the user, not a fault.
+pub fn runtime_problems(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("tiermem[") && !l.contains("]: thrashing: "))
+        .collect()
+}
+
+/// A fresh private run directory (0700) for a tiered program, so a test can read its
+/// stats.json at DIR/PID/stats.json.
+pub fn private_run_dir() -> PathBuf {
+    use std::os::unix::fs::DirBuilderExt;
+    let d = std::env::temp_dir().join(format!(
+        "tiermem-test-run-{}-{}",
+        std::process::id(),
+        unique()
+    ));
+    std::fs::DirBuilder::new().mode(0o700).create(&d).unwrap();
+    d
+}
