@@ -75,6 +75,14 @@ def _split(path: str) -> list[str]:
     return parts
 
 
+def _path_error(path: str, message: str) -> ConfigError:
+    """A ConfigError about a dotted path; ``.field`` is that path."""
+    err = ConfigError(message)
+    err.field = path
+    err.fields = [path]
+    return err
+
+
 def _index(node: list[Any], parts: list[str], depth: int, path: str) -> int:
     """The list index that ``parts[depth]`` names, checked against ``node``."""
     part = parts[depth]
@@ -82,12 +90,12 @@ def _index(node: list[Any], parts: list[str], depth: int, path: str) -> int:
     try:
         i = int(part)
     except ValueError:
-        raise ConfigError(
-            f"bad path {path!r}: {where!r} is a list, so {part!r} must be an index 0..{len(node) - 1}"
+        raise _path_error(
+            path, f"bad path {path!r}: {where!r} is a list, so {part!r} must be an index 0..{len(node) - 1}"
         ) from None
     if not 0 <= i < len(node):
-        raise ConfigError(
-            f"bad path {path!r}: {where!r} has {len(node)} entries, so index {i} does not exist"
+        raise _path_error(
+            path, f"bad path {path!r}: {where!r} has {len(node)} entries, so index {i} does not exist"
             + (f"; use 0..{len(node) - 1}" if node else "")
         )
     return i
@@ -103,11 +111,11 @@ def get_dotted(config: Mapping[str, Any], path: str) -> Any:
         elif isinstance(node, Mapping):
             if part not in node:
                 where = ".".join(parts[:depth]) or "the config"
-                raise ConfigError(f"bad path {path!r}: {where!r} has no field {part!r}")
+                raise _path_error(path, f"bad path {path!r}: {where!r} has no field {part!r}")
             node = node[part]
         else:
             where = ".".join(parts[:depth])
-            raise ConfigError(f"bad path {path!r}: {where!r} is a {type(node).__name__}, not a table")
+            raise _path_error(path, f"bad path {path!r}: {where!r} is a {type(node).__name__}, not a table")
     return node
 
 
@@ -125,14 +133,14 @@ def set_dotted(config: dict[str, Any], path: str, value: Any) -> None:
             node = node[_index(node, parts, depth, path)]
             if not isinstance(node, (dict, list)):
                 where = ".".join(parts[: depth + 1])
-                raise ConfigError(f"cannot set {path!r}: {where!r} is a {type(node).__name__}, not a table")
+                raise _path_error(path, f"cannot set {path!r}: {where!r} is a {type(node).__name__}, not a table")
             continue
         child = node.get(part)
         if child is None:
             child = node[part] = {}
         elif not isinstance(child, (dict, list)):
             where = ".".join(parts[: depth + 1])
-            raise ConfigError(f"cannot set {path!r}: {where!r} is a {type(child).__name__}, not a table")
+            raise _path_error(path, f"cannot set {path!r}: {where!r} is a {type(child).__name__}, not a table")
         node = child
     last = parts[-1]
     if isinstance(node, list):

@@ -31,6 +31,7 @@ def test_bad_sweep_path_is_config_error_naming_it(base):
     with pytest.raises(tiermem.ConfigError, match=r"machine\.tiers.*2 entries") as info:
         tiermem.sweep(base, {"machine.tiers.5.capacity": ["1G", "2G"]})
     assert not isinstance(info.value, IndexError)
+    assert info.value.field == "machine.tiers.5.capacity"
     with pytest.raises(tiermem.ConfigError, match="index"):
         tiermem.sweep(base, {"machine.tiers.first.capacity": ["1G"]})
     with pytest.raises(tiermem.ConfigError, match="machine.app_cores"):

@@ -201,3 +201,21 @@ fn trace_info_on_binary_directory_and_empty_files() {
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stdout));
     assert!(String::from_utf8_lossy(&o.stderr).contains("empty trace"));
 }
+
+#[test]
+fn trace_convert_to_a_directory_or_missing_directory_exits_2() {
+    let d = tmp("convertout");
+    let lackey = d.join("a.lackey");
+    std::fs::write(&lackey, " L 10,8\n").unwrap();
+    fails(
+        tiermem().args(["trace", "convert"]).arg(&lackey).arg(&d),
+        &["is a directory", "file path"],
+    );
+    fails(
+        tiermem()
+            .args(["trace", "convert"])
+            .arg(&lackey)
+            .arg(d.join("no/such/dir/x.tmt")),
+        &["cannot create output", "existing, writable directory"],
+    );
+}

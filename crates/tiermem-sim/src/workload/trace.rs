@@ -329,8 +329,21 @@ impl BinaryWriter {
                 "page size {page_bytes} is not a power of two; use e.g. 4K"
             )));
         }
-        let f = File::create(path)
-            .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
+        if path.is_dir() {
+            return Err(Error::usage(format!(
+                "output {} is a directory; give a file path for the binary trace",
+                path.display()
+            )));
+        }
+        let f = File::create(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                Error::usage(format!(
+                    "cannot create output {}: {e}; give a path in an existing, writable directory",
+                    path.display()
+                ))
+            }
+            _ => Error::io(format!("cannot create {}", path.display()), e),
+        })?;
         let mut w = BinaryWriter {
             out: BufWriter::with_capacity(1 << 20, f),
             path: path.display().to_string(),
