@@ -51,6 +51,8 @@ def resolve(config: ConfigLike) -> tuple[str, str]:
         return to_toml(config), "<dict>"
     if isinstance(config, os.PathLike):
         path = Path(config)
+        if not path.is_file():
+            raise ConfigNotFoundError(f"config {str(path)!r} is not an existing file; give a path to a TOML file")
         return path.read_text(), str(path)
     if isinstance(config, str):
         if "\n" not in config and len(config) < 4096 and Path(config).is_file():

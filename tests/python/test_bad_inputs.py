@@ -25,6 +25,10 @@ def test_text_that_is_neither_file_nor_toml_is_config_error():
         tiermem.simulate("/no/such/config.toml")
     with pytest.raises(tiermem.ConfigError, match="neither"):
         cfg_mod.resolve("/no/such/config.toml")
+    from pathlib import Path
+
+    with pytest.raises(tiermem.ConfigError, match="not an existing file"):
+        tiermem.simulate(Path("/no/such/config.toml"))
 
 
 def test_bad_sweep_path_is_config_error_naming_it(base):

@@ -30,7 +30,10 @@ fn repo_file(p: &str) -> String {
 fn check_err(e: &Error, argv: &[String]) {
     let msg = e.to_string();
     assert_eq!(e.kind.exit_code(), 2, "{argv:?}: {:?}: {msg}", e.kind);
-    assert!(!msg.contains('\n') && !msg.is_empty(), "{argv:?}: not one line: {msg}");
+    assert!(
+        !msg.contains('\n') && !msg.is_empty(),
+        "{argv:?}: not one line: {msg}"
+    );
 }
 
 /// What the command would check before doing any work.
@@ -66,13 +69,59 @@ fn random_argument_vectors_parse_or_fail_cleanly() {
     let exp_cfg = repo_file("experiments/colloid/gups-base.toml");
     let out_file = repo_file("Cargo.toml");
     let tokens: Vec<&str> = vec![
-        "--out", "--out", "/tmp/tiermem-cli-fuzz-never-written", &out_file, "--no-plots",
-        "--page-size", "4K", "3K", "0", "-1", "99999999999999999999G", "1e30", "nan", "",
-        "--dram-budget", "50%", "0%", "101%", "unlimited", "9999T", "512M", "-5%", "--codec",
-        "zstd:99", "zstd:3", "zstd:", "lz4:1", "lz4", "deflate:10", "lzo", "brotli",
-        "--allocator", "zbud", "zsmalloc", "z3fold", "bogus", "--config", &sim_cfg, &exp_cfg,
-        "/nonexistent.toml", "/tmp", "--keep-text", "--", "/bin/true", "info", "convert",
-        "--quick", "colloid-fig1", "--json", "-x", "--frob", "\u{1b}[2J", "\u{0}",
+        "--out",
+        "--out",
+        "/tmp/tiermem-cli-fuzz-never-written",
+        &out_file,
+        "--no-plots",
+        "--page-size",
+        "4K",
+        "3K",
+        "0",
+        "-1",
+        "99999999999999999999G",
+        "1e30",
+        "nan",
+        "",
+        "--dram-budget",
+        "50%",
+        "0%",
+        "101%",
+        "unlimited",
+        "9999T",
+        "512M",
+        "-5%",
+        "--codec",
+        "zstd:99",
+        "zstd:3",
+        "zstd:",
+        "lz4:1",
+        "lz4",
+        "deflate:10",
+        "lzo",
+        "brotli",
+        "--allocator",
+        "zbud",
+        "zsmalloc",
+        "z3fold",
+        "bogus",
+        "--config",
+        &sim_cfg,
+        &exp_cfg,
+        "/nonexistent.toml",
+        "/tmp",
+        "--keep-text",
+        "--",
+        "/bin/true",
+        "info",
+        "convert",
+        "--quick",
+        "colloid-fig1",
+        "--json",
+        "-x",
+        "--frob",
+        "\u{1b}[2J",
+        "\u{0}",
     ];
     let subcommands = ["sim", "trace", "run", "reproduce"];
     let mut rng = Rng(0x636c_695f_6675_7a7a);

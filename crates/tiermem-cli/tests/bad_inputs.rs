@@ -50,7 +50,12 @@ fn sim_fails(name: &str, find: &str, replace: &str, needles: &[&str]) {
     let out = d.join("out");
     let cfg = config(&d, find, replace);
     fails(
-        tiermem().arg("sim").arg(&cfg).arg("--out").arg(&out).arg("--no-plots"),
+        tiermem()
+            .arg("sim")
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-plots"),
         needles,
     );
     assert!(!out.exists(), "{name}: output written for a bad config");
@@ -94,12 +99,7 @@ fn sim_bad_fields_exit_2_naming_the_field() {
         "app_cores = 0",
         &["`machine.app_cores`", "positive"],
     );
-    sim_fails(
-        "missing",
-        "app_cores = 15",
-        "",
-        &["`machine.app_cores`"],
-    );
+    sim_fails("missing", "app_cores = 15", "", &["`machine.app_cores`"]);
 }
 
 #[test]
@@ -109,13 +109,23 @@ fn sim_out_naming_a_file_is_a_usage_error() {
     let file = d.join("taken");
     std::fs::write(&file, "keep me").unwrap();
     let err = fails(
-        tiermem().arg("sim").arg(&cfg).arg("--out").arg(&file).arg("--no-plots"),
+        tiermem()
+            .arg("sim")
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&file)
+            .arg("--no-plots"),
         &["--out", "not a directory"],
     );
     assert!(!err.contains("File exists"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
     fails(
-        tiermem().arg("sim").arg(&cfg).arg("--out").arg(file.join("sub")).arg("--no-plots"),
+        tiermem()
+            .arg("sim")
+            .arg(&cfg)
+            .arg("--out")
+            .arg(file.join("sub"))
+            .arg("--no-plots"),
         &["--out", "not a directory"],
     );
 }
@@ -136,13 +146,18 @@ fn sim_warns_on_stderr_when_tiers_are_full() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert_eq!(
-        err.lines().filter(|l| l.starts_with("tiermem: warning: tiers full")).count(),
+        err.lines()
+            .filter(|l| l.starts_with("tiermem: warning: tiers full"))
+            .count(),
         1,
         "{err}"
     );
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    assert!(summary["warnings"][0].as_str().unwrap().starts_with("tiers full"));
+    assert!(summary["warnings"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("tiers full"));
 }
 
 #[test]
@@ -180,7 +195,11 @@ fn trace_info_on_binary_directory_and_empty_files() {
     let mut bytes = vec![0u8, 1, 2, 0x1b, b'[', b'2', b'J', 0xff, 0xfe];
     bytes.extend(vec![0xAAu8; 4000]);
     std::fs::write(&bin, &bytes).unwrap();
-    let o = tiermem().args(["trace", "info"]).arg(&bin).output().unwrap();
+    let o = tiermem()
+        .args(["trace", "info"])
+        .arg(&bin)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(
         !o.stderr.iter().any(|&b| b == 0 || b == 0x1b || b >= 0x80),
@@ -188,7 +207,10 @@ fn trace_info_on_binary_directory_and_empty_files() {
         String::from_utf8_lossy(&o.stderr)
     );
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("not a trace") && err.contains("\\x00"), "{err}");
+    assert!(
+        err.contains("not a trace") && err.contains("\\x00"),
+        "{err}"
+    );
     assert!(err.len() < 400, "{err}");
 
     fails(
@@ -197,8 +219,17 @@ fn trace_info_on_binary_directory_and_empty_files() {
     );
     let empty = d.join("empty.txt");
     std::fs::write(&empty, "").unwrap();
-    let o = tiermem().args(["trace", "info"]).arg(&empty).output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = tiermem()
+        .args(["trace", "info"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     assert!(String::from_utf8_lossy(&o.stderr).contains("empty trace"));
 }
 

@@ -18,9 +18,7 @@ pub const ZSTD_LEVELS: std::ops::RangeInclusive<i32> = 1..=22;
 
 pub fn available(c: &Codec) -> bool {
     match c {
-        Codec::Zstd(l) => {
-            ZSTD_LEVELS.contains(l) && *l <= *zstd::compression_level_range().end()
-        }
+        Codec::Zstd(l) => ZSTD_LEVELS.contains(l) && *l <= *zstd::compression_level_range().end(),
         Codec::Deflate(l) => *l <= 9,
         Codec::Lzo | Codec::Lz4 => true,
     }

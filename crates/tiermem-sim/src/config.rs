@@ -33,9 +33,9 @@ impl<'de> Deserialize<'de> for Size {
                 Ok(Size::Bytes(v))
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Size, E> {
-                u64::try_from(v).map(Size::Bytes).map_err(|_| {
-                    E::custom(format!("{v} is negative; expected {WHAT}"))
-                })
+                u64::try_from(v)
+                    .map(Size::Bytes)
+                    .map_err(|_| E::custom(format!("{v} is negative; expected {WHAT}")))
             }
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Size, E> {
                 Err(E::custom(format!(

@@ -137,7 +137,10 @@ impl RunOutcome {
             if self.policy == "static" {
                 out.push("nothing can move: policy \"static\" never migrates, so every page stays where initial_placement put it".to_string());
             } else if cfg.engine.migration_limit_gbps == Some(0.0) {
-                out.push("nothing can move: engine.migration_limit_gbps = 0 allows no migration".to_string());
+                out.push(
+                    "nothing can move: engine.migration_limit_gbps = 0 allows no migration"
+                        .to_string(),
+                );
             } else if used.first() == Some(&pages) && cfg.colloid.is_none() {
                 // (Colloid may demote from a full-fit tier 0 to balance latency: not "nothing".)
                 out.push(format!(

@@ -142,7 +142,10 @@ fn float_and_negative_capacity_say_what_a_size_is() {
         "machine.tiers[0].capacity",
     );
     assert!(!msg.contains("untagged enum"), "{msg}");
-    assert!(msg.contains("floating-point") && msg.contains("\"32G\""), "{msg}");
+    assert!(
+        msg.contains("floating-point") && msg.contains("\"32G\""),
+        "{msg}"
+    );
     let msg = names(
         &with("capacity = \"32G\"", "capacity = -5"),
         "machine.tiers[0].capacity",
@@ -158,7 +161,10 @@ fn integer_overflow_names_the_field() {
     );
     assert!(msg.contains("bad.toml:"), "{msg}");
     assert!(msg.contains("as a string"), "{msg}");
-    let msg = names(&kv("1K").replace("keys = 1000", "keys = 99999999999999999999"), "workload.keys");
+    let msg = names(
+        &kv("1K").replace("keys = 1000", "keys = 99999999999999999999"),
+        "workload.keys",
+    );
     assert!(msg.contains("too large"), "{msg}");
 }
 
@@ -188,7 +194,10 @@ fn tier_smaller_than_one_page_is_rejected() {
 
 #[test]
 fn zero_app_cores_is_rejected() {
-    let msg = names(&with("app_cores = 15", "app_cores = 0"), "machine.app_cores");
+    let msg = names(
+        &with("app_cores = 15", "app_cores = 0"),
+        "machine.app_cores",
+    );
     assert!(msg.contains("positive"), "{msg}");
 }
 
@@ -211,14 +220,21 @@ fn every_missing_field_is_reported_at_once() {
         .replace("mlp_lines = 14 ", "#")
         .replace("capacity = \"96G\"\n", "");
     let msg = error_for(&text);
-    for f in ["machine.app_cores", "machine.mlp_lines", "machine.tiers[1].capacity"] {
+    for f in [
+        "machine.app_cores",
+        "machine.mlp_lines",
+        "machine.tiers[1].capacity",
+    ] {
         assert!(msg.contains(&format!("`{f}`")), "{f} missing from: {msg}");
     }
     assert!(!msg.contains('\n'), "{msg}");
     // Whole tables: both named, not the fields inside them.
     let cut = COLLOID_GUPS_BASE.find("[workload]").unwrap();
     let msg = error_for(&COLLOID_GUPS_BASE[..cut]);
-    assert!(msg.contains("`workload`") && msg.contains("`policy`"), "{msg}");
+    assert!(
+        msg.contains("`workload`") && msg.contains("`policy`"),
+        "{msg}"
+    );
     assert!(!msg.contains("working_set"), "{msg}");
 }
 
@@ -242,25 +258,43 @@ fn full_tiers_warn_in_the_summary() {
     let out = short(&with("capacity = \"96G\"", "capacity = \"40G\""));
     let w = warnings(&out);
     assert_eq!(w.len(), 1, "{w:?}");
-    assert!(w[0].starts_with("tiers full") && w[0].contains("capacity"), "{w:?}");
-    assert!(out.summary["counters"]["applied"]["pages_no_capacity"].as_u64().unwrap() > 0);
+    assert!(
+        w[0].starts_with("tiers full") && w[0].contains("capacity"),
+        "{w:?}"
+    );
+    assert!(
+        out.summary["counters"]["applied"]["pages_no_capacity"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
 }
 
 #[test]
 fn nothing_can_move_warns_and_a_normal_run_does_not() {
     let w = warnings(&short(&with("policy = \"hemem\"", "policy = \"static\"")));
-    assert!(w.len() == 1 && w[0].contains("nothing can move") && w[0].contains("static"), "{w:?}");
+    assert!(
+        w.len() == 1 && w[0].contains("nothing can move") && w[0].contains("static"),
+        "{w:?}"
+    );
     let w = warnings(&short(
-        &with("working_set = \"72G\"", "working_set = \"16G\"").replace("hot_set = \"24G\"", "hot_set = \"4G\""),
+        &with("working_set = \"72G\"", "working_set = \"16G\"")
+            .replace("hot_set = \"24G\"", "hot_set = \"4G\""),
     ));
-    assert!(w.len() == 1 && w[0].contains("nothing can move") && w[0].contains("tier 0"), "{w:?}");
+    assert!(
+        w.len() == 1 && w[0].contains("nothing can move") && w[0].contains("tier 0"),
+        "{w:?}"
+    );
     assert!(warnings(&short(COLLOID_GUPS_BASE)).is_empty());
 }
 
 #[test]
 fn policy_field_errors_name_the_policy_field() {
     let msg = names(
-        &with("policy = \"hemem\"", "policy = \"hemem\"\nquantum_ms = \"abc\""),
+        &with(
+            "policy = \"hemem\"",
+            "policy = \"hemem\"\nquantum_ms = \"abc\"",
+        ),
         "policy.quantum_ms",
     );
     assert!(msg.contains("f64"), "{msg}");
@@ -278,5 +312,8 @@ fn nan_antagonist_end_and_empty_tier_name_are_rejected() {
         "antagonist[0].end_s",
     );
     assert!(msg.contains("NaN"), "{msg}");
-    names(&with("name = \"local\"", "name = \"\""), "machine.tiers[0].name");
+    names(
+        &with("name = \"local\"", "name = \"\""),
+        "machine.tiers[0].name",
+    );
 }

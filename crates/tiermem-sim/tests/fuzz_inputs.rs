@@ -65,9 +65,7 @@ fn shipped_configs() -> Vec<(String, String)> {
             continue;
         };
         let head = &text[..cut];
-        let tail = text[cut..]
-            .find("\n[")
-            .map_or("", |i| &text[cut + i..]);
+        let tail = text[cut..].find("\n[").map_or("", |i| &text[cut + i..]);
         for (policy, section) in tiermem_policies::config::DEFAULTS_TOML {
             let colloid = if policy == "static" {
                 ""
@@ -195,7 +193,11 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
         // duplicate a table (header and body) or drop a header
         5 => {
             let h = rng.pick(&headers);
-            let end = headers.iter().find(|&&x| x > h).copied().unwrap_or(lines.len());
+            let end = headers
+                .iter()
+                .find(|&&x| x > h)
+                .copied()
+                .unwrap_or(lines.len());
             if rng.below(2) == 0 {
                 let block: Vec<String> = out[h..end].to_vec();
                 out.extend(block);
@@ -271,13 +273,19 @@ fn check_error(e: &tiermem_core::Error, input: &str) {
         "a bad input must be an exit-2 error ({:?}): {msg}\n--- input:\n{input}",
         e.kind
     );
-    assert!(!msg.contains('\n'), "not one line: {msg}\n--- input:\n{input}");
+    assert!(
+        !msg.contains('\n'),
+        "not one line: {msg}\n--- input:\n{input}"
+    );
     let names_field = msg.contains("field `")
         || msg.contains("missing required fields")
         || msg.contains("fuzz.toml:")
         || msg.contains("`scale`")
         || msg.contains("trace");
-    assert!(names_field, "names no field or line: {msg}\n--- input:\n{input}");
+    assert!(
+        names_field,
+        "names no field or line: {msg}\n--- input:\n{input}"
+    );
 }
 
 /// Every number in a summary is finite (serde_json turns NaN/inf into null).
@@ -285,7 +293,10 @@ fn check_finite(v: &serde_json::Value, at: &str, input: &str) {
     match v {
         serde_json::Value::Null => panic!("{at} is null (NaN or inf)\n--- input:\n{input}"),
         serde_json::Value::Number(n) => {
-            assert!(n.as_f64().is_some_and(f64::is_finite), "{at} = {n}\n--- input:\n{input}")
+            assert!(
+                n.as_f64().is_some_and(f64::is_finite),
+                "{at} = {n}\n--- input:\n{input}"
+            )
         }
         serde_json::Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
@@ -324,7 +335,9 @@ fn exercise(text: &str) -> bool {
     let pages = cfg
         .workload
         .footprint_pages("workload", page, cfg.scale)
-        .unwrap_or_else(|e| panic!("validated config whose footprint fails: {e}\n--- input:\n{text}"));
+        .unwrap_or_else(|e| {
+            panic!("validated config whose footprint fails: {e}\n--- input:\n{text}")
+        });
     if pages.is_some_and(|p| p > MAX_RUN_PAGES) {
         return false;
     }
@@ -371,7 +384,10 @@ fn mutated_shipped_configs_never_panic() {
         "config fuzz: {ran} ran, {rejected} rejected or only validated, {:.1} s",
         start.elapsed().as_secs_f64()
     );
-    assert!(ran > 300 && rejected > 1000, "ran {ran}, rejected {rejected}");
+    assert!(
+        ran > 300 && rejected > 1000,
+        "ran {ran}, rejected {rejected}"
+    );
 }
 
 /// A small lackey trace and its binary conversion, written under `dir`.
@@ -403,11 +419,12 @@ fn check_trace(path: &Path, what: &str) {
                 "{what}: raw bytes echoed: {msg:?}"
             );
         }
-        Ok(Ok(i)) => assert!(i.counts.records() > 0, "{what}: info accepted an empty trace"),
+        Ok(Ok(i)) => assert!(
+            i.counts.records() > 0,
+            "{what}: info accepted an empty trace"
+        ),
     }
-    let replay = catch_unwind(|| {
-        trace::TraceReplay::open(path, 4096, false).map(|_| ())
-    });
+    let replay = catch_unwind(|| trace::TraceReplay::open(path, 4096, false).map(|_| ()));
     match replay {
         Err(_) => panic!("trace replay panicked on {what}"),
         Ok(Err(e)) => assert_eq!(e.kind.exit_code(), 2, "{what}: {e}"),

@@ -240,7 +240,9 @@ impl<'de> Deserialize<'de> for WorkloadConfig {
     }
 }
 
-pub(crate) fn decode<T: serde::de::DeserializeOwned>(t: toml::Table) -> std::result::Result<T, String> {
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    t: toml::Table,
+) -> std::result::Result<T, String> {
     serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
@@ -548,7 +550,12 @@ impl WorkloadConfig {
     }
 }
 
-fn one_footprint(cfg: &WorkloadConfig, p: &str, page_bytes: u64, scale: f64) -> Result<Option<u64>> {
+fn one_footprint(
+    cfg: &WorkloadConfig,
+    p: &str,
+    page_bytes: u64,
+    scale: f64,
+) -> Result<Option<u64>> {
     Ok(Some(match cfg {
         WorkloadConfig::Gups(c) => {
             object_bytes(&join(p, "object_size"), &c.object_size, page_bytes)?;
@@ -606,7 +613,9 @@ fn kv_pages(c: &KvConfig, p: &str, page_bytes: u64, scale: f64) -> Result<u64> {
             .ok_or_else(|| too_big(format!("{slots} records of {rec} bytes")))?
     };
     if pages >= (u32::MAX - 1) as u64 {
-        return Err(too_big(format!("{slots} records of {rec} bytes ({pages} pages)")));
+        return Err(too_big(format!(
+            "{slots} records of {rec} bytes ({pages} pages)"
+        )));
     }
     Ok(pages)
 }

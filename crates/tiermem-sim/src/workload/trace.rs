@@ -623,7 +623,9 @@ pub struct TraceInfo {
 pub fn info(path: &Path, lackey_page_bytes: u64) -> Result<TraceInfo> {
     let i = info_inner(path, lackey_page_bytes)?;
     if i.counts.records() == 0 {
-        let empty = std::fs::metadata(path).map(|m| m.len() == 0).unwrap_or(false);
+        let empty = std::fs::metadata(path)
+            .map(|m| m.len() == 0)
+            .unwrap_or(false);
         return Err(trace_err(if empty {
             format!(
                 "{}: empty trace (0 bytes); give a lackey text trace or a binary trace with records (`tiermem trace record`)",
