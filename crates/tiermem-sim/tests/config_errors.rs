@@ -123,7 +123,7 @@ fn kv_value_size_past_2_pow_64_is_an_error_not_a_panic() {
 #[test]
 fn kv_records_past_the_page_space_are_rejected() {
     let msg = names(&kv("9999999T"), "workload.value_size");
-    assert!(msg.contains("page space"), "{msg}");
+    assert!(msg.contains("pages the simulator handles"), "{msg}");
 }
 
 #[test]
@@ -316,4 +316,16 @@ fn nan_antagonist_end_and_empty_tier_name_are_rejected() {
         &with("name = \"local\"", "name = \"\""),
         "machine.tiers[0].name",
     );
+}
+
+#[test]
+fn footprint_past_what_the_simulator_can_hold_is_rejected_before_running() {
+    // 15T at 4K pages: 4e9 pages fit a u32 but would need tens of GiB of simulator state.
+    let msg = names(
+        &with("working_set = \"72G\"", "working_set = \"15T\"")
+            .replace("page_size = \"2M\"", "page_size = \"4K\"")
+            .replace("capacity = \"96G\"", "capacity = \"16T\""),
+        "workload.working_set",
+    );
+    assert!(msg.contains("page_size"), "{msg}");
 }

@@ -593,7 +593,7 @@ fn kv_pages(c: &KvConfig, p: &str, page_bytes: u64, scale: f64) -> Result<u64> {
     let too_big = |what: String| {
         invalid(
             &join(p, "value_size"),
-            format!("{what} exceeds the simulator's page space (2^32 - 1 pages of {page_bytes} bytes); use smaller records, fewer keys or a larger machine.page_size"),
+            format!("{what} exceeds the pages the simulator handles (2^28 of {page_bytes} bytes; it keeps state per page); use smaller records, fewer keys, a smaller scale or a larger machine.page_size"),
         )
     };
     let rec = value
@@ -612,7 +612,7 @@ fn kv_pages(c: &KvConfig, p: &str, page_bytes: u64, scale: f64) -> Result<u64> {
             .checked_mul(slots)
             .ok_or_else(|| too_big(format!("{slots} records of {rec} bytes")))?
     };
-    if pages >= (u32::MAX - 1) as u64 {
+    if pages > MAX_SIM_PAGES {
         return Err(too_big(format!(
             "{slots} records of {rec} bytes ({pages} pages)"
         )));
@@ -620,11 +620,15 @@ fn kv_pages(c: &KvConfig, p: &str, page_bytes: u64, scale: f64) -> Result<u64> {
     Ok(pages)
 }
 
+/// Most pages a workload may span: the simulator keeps per-page state (placement, access
+/// probability, tracker counters), a few GiB at 2^28 pages; 72 GiB at 4 KiB pages is 2^24.5.
+pub const MAX_SIM_PAGES: u64 = 1 << 28;
+
 /// Footprint in pages after scaling: `ceil(bytes · scale / page_bytes)`, at least 1.
 fn scaled_pages(path: &str, bytes: u64, scale: f64, page_bytes: u64) -> Result<u32> {
     let pages = (bytes as f64 * scale / page_bytes as f64).ceil().max(1.0);
-    if pages > (u32::MAX - 1) as f64 {
-        return Err(invalid(path, format!("{pages} pages of {page_bytes} bytes is more than the simulator's page space (2^32 - 1); use a larger machine.page_size or a smaller scale")));
+    if pages > MAX_SIM_PAGES as f64 {
+        return Err(invalid(path, format!("{pages} pages of {page_bytes} bytes is more than the simulator handles (2^28 pages: it keeps state per page, several GiB at that count); use a larger machine.page_size or a smaller scale")));
     }
     Ok(pages as u32)
 }
