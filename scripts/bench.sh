@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark dispatcher (`make bench`): runs every bench/*/run.sh, then times the Colloid
 # Fig. 1 reproduction (quick and full) with the release binary, and prints a summary.
+# (bench/heap: perl, awk, sort, xz, python, numpy plain vs 100/50/25 % budgets -> bench/heap/results.md.)
 # Each step's output goes to out/bench/<name>.log; a failing step is reported (and makes
 # the exit status 1) but does not stop the others.
 #
