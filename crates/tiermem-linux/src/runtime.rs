@@ -129,6 +129,8 @@ pub struct State {
     pub first_touch: u64,
     /// Time the fault thread spent serving tier faults (decompress + install), ns.
     pub stall_ns: u64,
+    /// Largest amount (pages) by which resident DRAM exceeded the budget.
+    pub max_excess: u64,
     /// Times the fault thread waited for the manager to make room, and for how long.
     pub room_waits: u64,
     pub room_wait_ns: u64,
@@ -218,6 +220,9 @@ impl State {
         if p.kind == K_RESIDENT || p.kind == K_STAGED {
             self.resident += 1;
             self.max_resident = self.max_resident.max(self.resident);
+            // A few arithmetic operations per installed page (a fault costs microseconds).
+            let budget = self.budget_bytes() / PAGE as u64;
+            self.max_excess = self.max_excess.max(self.resident.saturating_sub(budget));
         }
         if old.kind != K_HOLE && p.kind == K_HOLE {
             self.mapped -= 1;
@@ -375,6 +380,7 @@ impl Runtime {
             hint_faults: 0,
             first_touch: 0,
             stall_ns: 0,
+            max_excess: 0,
             room_waits: 0,
             room_wait_ns: 0,
             thrash: Thrash::default(),
@@ -1595,6 +1601,7 @@ impl Runtime {
             cpu_manager_thread_s: cm,
             forks: st.forks,
             tier_fault_service_s: st.stall_ns as f64 / 1e9,
+            max_over_budget_bytes: st.max_excess * PAGE as u64,
             room_waits: st.room_waits,
             room_wait_s: st.room_wait_ns as f64 / 1e9,
             thrashing: st.thrash.flagged,
@@ -1612,6 +1619,8 @@ impl Runtime {
 pub const THRASH_WINDOW_NS: u64 = 2_000_000_000;
 /// Above this share of a window the program is told it thrashes (docs/runtime.md).
 pub const THRASH_SHARE: f64 = 0.10;
+/// At most one stderr line a minute (`tiermem stat` shows the state all the time).
+const THRASH_REPORT_GAP_NS: u64 = 60_000_000_000;
 
 #[derive(Clone, Debug, Default)]
 pub struct Thrash {
@@ -1619,6 +1628,8 @@ pub struct Thrash {
     stall_at_start_ns: u64,
     faults_at_start: u64,
     pub flagged: bool,
+    /// When the last stderr line was written (episodes start at most once a minute).
+    reported_ns: u64,
     /// The budget (percent of the footprint) that would have held the window's faults.
     pub suggestion: Option<String>,
 }
@@ -1648,6 +1659,7 @@ impl Runtime {
         let share = (stall - th.stall_at_start_ns) as f64 / wall as f64;
         let refaulted = faults - th.faults_at_start;
         let was = th.flagged;
+        let reported_ns = th.reported_ns;
         let footprint = st.footprint_pages().max(1);
         let budget_pages = st.budget_bytes() / PAGE as u64;
         // Every page faulted back in the window was needed: a budget that holds them too.
@@ -1659,6 +1671,7 @@ impl Runtime {
             stall_at_start_ns: stall,
             faults_at_start: faults,
             flagged,
+            reported_ns,
             suggestion: flagged.then(|| {
                 if pct >= 100 {
                     "unlimited".to_string()
@@ -1667,7 +1680,8 @@ impl Runtime {
                 }
             }),
         };
-        if flagged && !was {
+        if flagged && !was && (reported_ns == 0 || now - reported_ns > THRASH_REPORT_GAP_NS) {
+            st.thrash.reported_ns = now;
             let s = st.thrash.suggestion.clone().unwrap_or_default();
             return Some(format!(
                 "thrashing: {:.0}% of the last {:.0} s went to serving {} tier faults \

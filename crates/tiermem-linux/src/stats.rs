@@ -119,6 +119,10 @@ pub struct Stats {
     /// stall on them).
     #[serde(default)]
     pub tier_fault_service_s: f64,
+    /// Largest excess of resident DRAM over the budget seen (docs/runtime.md: at most the
+    /// slack plus one batch of faults, unless pages are pinned or incompressible).
+    #[serde(default)]
+    pub max_over_budget_bytes: u64,
     /// Times faults waited for the manager to bring DRAM back under budget + slack, and
     /// the total time they waited.
     #[serde(default)]
