@@ -22,7 +22,7 @@ impl Budget {
         if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("none") {
             return Ok(Budget::Unlimited);
         }
-        const FIX: &str = "give a positive size (512M, 2G), a percentage of the footprint (1% to 100%) or \"unlimited\"";
+        const FIX: &str = "give a positive size (512M, 2G), a percentage of the footprint (50%; above 0, at most 100) or \"unlimited\"";
         if let Some(p) = t.strip_suffix('%') {
             let v: f64 = p
                 .trim()
