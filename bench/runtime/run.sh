@@ -23,9 +23,11 @@ cargo build -q --release -p tiermem-cli -p tiermem-linux --bins || exit 1
 cargo build -q --release -p tiermem-preload || exit 1   # the cdylib (--bins skips it)
 T=$ROOT/target/release/tiermem
 TOUCH=$ROOT/target/release/tiermem-touch
-export TIERMEM_RUN_DIR=/tmp/tiermem-bench
 DUR=${QUICK:+3s}; DUR=${DUR:-10s}
-WORK=$(mktemp -d /tmp/tiermem-bench.XXXXXX)
+WORK=$(mktemp -d /tmp/tiermem-bench.XXXXXX)   # 0700, unpredictable name
+# The programs' control directories (stats.json) go in our private work directory.
+export TIERMEM_RUN_DIR=$WORK/run
+mkdir -m 700 "$TIERMEM_RUN_DIR"
 PIDS=()
 CG=/sys/fs/cgroup/memory/tiermem-bench-$$
 SWAPFILE=/var/tmp/tiermem-bench-swap-$$

@@ -179,6 +179,22 @@ pub fn render(s: &Stats) -> String {
         s.cpu_s,
         if s.uptime_s > 0.0 { s.cpu_s / s.uptime_s * 100.0 } else { 0.0 }
     ));
+    o.push_str(&format!(
+        "process: anonymous {} of which unmanaged {} (stacks, pre-start blocks, shared/locked, tiermem's tables)   over budget max {}   waits for room {} ({:.2}s)\n",
+        format_bytes(s.process_anon_bytes),
+        format_bytes(s.unmanaged_anon_bytes),
+        format_bytes(s.max_over_budget_bytes),
+        s.room_waits,
+        s.room_wait_s
+    ));
+    if s.thrashing {
+        o.push_str(&format!(
+            "THRASHING: tier faults take over {:.0}% of the time (served so far: {:.1}s); suggested budget {}\n",
+            tiermem_linux::runtime::THRASH_SHARE * 100.0,
+            s.tier_fault_service_s,
+            s.suggested_budget.as_deref().unwrap_or("higher")
+        ));
+    }
     o
 }
 
