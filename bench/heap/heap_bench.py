@@ -5,7 +5,9 @@ Driver of bench/heap/run.sh (stdlib only). For each program: one plain run and o
 `tiermem run --dram-budget B` for B in 100 %, 50 %, 25 % (interleaved plain/100/50/25, same
 inputs), sampling /proc/PID/status RssAnon and the runtime's RUN_DIR/PID/stats.json every
 50 ms. Writes a markdown report; exits 1 if any run FAILed (wrong output, non-zero exit,
-timeout).
+timeout without the runtime's thrashing report). A run the runtime reported as thrashing and
+that hit the time limit (30x plain) is shown as "thrashing, killed": the budget is too small
+for that program, which is a result, not a fault.
 
     heap_bench.py --out bench/heap/results.md [--quick] [--only perl,awk] [--reps N]
 """
@@ -535,14 +537,20 @@ def bench(args, scale, only, work):
                     timeout = 600
                 else:
                     pw = statistics.median(r["wall"] for r in results[None]) if results[None] else 30
-                    timeout = max(120, 20 * pw)
+                    timeout = max(180, 30 * pw)
                 log("[%s] rep %d %s ..." % (prog["name"], rep + 1, budget or "plain"))
                 r = run_once(prog, budget, bins, work, timeout)
                 if budget is None and plain_ref is None:
                     plain_ref = r
                 ok = True
                 why = []
-                if r["timed_out"]:
+                # A run killed at the limit after the runtime said it thrashes is a
+                # measured result (too small a budget for this program), not a fault;
+                # without that report it may be a hang: FAIL.
+                thrash_killed = r["timed_out"] and "]: thrashing: " in r["stderr_tail"]
+                if thrash_killed:
+                    why.append("thrashing (the runtime said so), killed at %.0f s" % timeout)
+                elif r["timed_out"]:
                     ok = False
                     why.append("timed out after %.0f s (killed)" % timeout)
                 elif r["rc"] != 0:
@@ -556,6 +564,8 @@ def bench(args, scale, only, work):
                                % (r["sha"][:12], plain_ref["sha"][:12], r["out_bytes"], plain_ref["out_bytes"]))
                 r["ok_run"] = ok
                 r["verdict"] = ("identical" if budget is not None else "reference") if ok else "**FAIL**"
+                if ok and thrash_killed:
+                    r["verdict"] = "thrashing, killed"
                 if r is plain_ref and ok:
                     r["verdict"] = "reference (%s)" % r["sha"][:12]
                 log("[%s] %s: %.2f s rc=%d peak RssAnon %s DRAM %s faults %s %s" % (
