@@ -70,6 +70,12 @@ pub fn compress(c: &Codec, page: &[u8], out: &mut Vec<u8>) -> Option<()> {
 }
 
 pub fn decompress(c: &Codec, data: &[u8], page: &mut [u8]) -> bool {
+    if !crate::on_runtime_thread() {
+        // A program thread bringing pages home (mprotect, mlock, fork) holds the state lock:
+        // a `thread_local!` here is reached through its DTV, which lives in managed memory
+        // and may be evicted (see `crate::init_internal_key`). A context of its own, once.
+        return decompress_fresh(c, data, page);
+    }
     match *c {
         Codec::Zstd(_) => ZD.with(|z| {
             let mut z = z.borrow_mut();
@@ -90,6 +96,31 @@ pub fn decompress(c: &Codec, data: &[u8], page: &mut [u8]) -> bool {
                 Ok(flate2::Status::StreamEnd)
             ) && dx.total_out() as usize == page.len()
         }),
+        Codec::Lzo => match minilzo::decompress(data, page.len()) {
+            Ok(v) if v.len() == page.len() => {
+                page.copy_from_slice(&v);
+                true
+            }
+            _ => false,
+        },
+        Codec::Lz4 => false,
+    }
+}
+
+/// `decompress` without the per-thread contexts.
+fn decompress_fresh(c: &Codec, data: &[u8], page: &mut [u8]) -> bool {
+    match *c {
+        Codec::Zstd(_) => zstd::bulk::Decompressor::new()
+            .ok()
+            .and_then(|mut d| d.decompress_to_buffer(data, page).ok())
+            .is_some_and(|n| n == page.len()),
+        Codec::Deflate(_) => {
+            let mut dx = flate2::Decompress::new(false);
+            matches!(
+                dx.decompress(data, page, flate2::FlushDecompress::Finish),
+                Ok(flate2::Status::StreamEnd)
+            ) && dx.total_out() as usize == page.len()
+        }
         Codec::Lzo => match minilzo::decompress(data, page.len()) {
             Ok(v) if v.len() == page.len() => {
                 page.copy_from_slice(&v);

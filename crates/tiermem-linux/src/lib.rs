@@ -102,6 +102,21 @@ fn set_internal_count(n: u32) {
     }
 }
 
+/// Marks tiermem's own threads (fault, manager) for good: the count's high bit.
+const RUNTIME_THREAD: u32 = 1 << 30;
+
+/// Called first thing on each of tiermem's threads.
+pub fn mark_runtime_thread() {
+    set_internal_count(internal_count() | RUNTIME_THREAD);
+}
+
+/// One of tiermem's own threads (their DTV was allocated by glibc's malloc, never managed,
+/// so their `thread_local!`s are safe to use under the state lock).
+#[inline]
+pub fn on_runtime_thread() -> bool {
+    internal_count() & RUNTIME_THREAD != 0
+}
+
 /// True while this thread runs tiermem's own code: the preload shim then hands every
 /// allocation to the real allocator, so tiermem never manages its own memory.
 #[inline]
@@ -124,6 +139,7 @@ impl InternalGuard {
 impl Drop for InternalGuard {
     #[inline]
     fn drop(&mut self) {
-        set_internal_count(internal_count().saturating_sub(1));
+        let n = internal_count();
+        set_internal_count((n & RUNTIME_THREAD) | (n & !RUNTIME_THREAD).saturating_sub(1));
     }
 }

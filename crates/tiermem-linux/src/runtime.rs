@@ -1753,6 +1753,7 @@ fn spawn_internal(
     }
     extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
         let _g = crate::InternalGuard::new();
+        crate::mark_runtime_thread();
         let s = unsafe { Box::from_raw(arg as *mut Start) };
         (s.f)(s.rt);
         std::ptr::null_mut()
