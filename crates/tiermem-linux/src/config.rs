@@ -224,8 +224,20 @@ impl Validate for RuntimeConfig {
     fn validate(&self, path: &str) -> Result<()> {
         let p = |f: &str| tiermem_core::config::join(path, f);
         Budget::parse(&self.dram_budget).map_err(|e| invalid(&p("dram_budget"), e))?;
-        parse_size(&self.min_region).map_err(|e| invalid(&p("min_region"), e))?;
-        parse_size(&self.arena).map_err(|e| invalid(&p("arena"), e))?;
+        let min_region = parse_size(&self.min_region).map_err(|e| invalid(&p("min_region"), e))?;
+        if !(4096..=1 << 30).contains(&min_region) {
+            return Err(invalid(
+                &p("min_region"),
+                format!("{min_region} bytes; give a size from 4K (one page) to 1G, e.g. \"128K\""),
+            ));
+        }
+        let arena = parse_size(&self.arena).map_err(|e| invalid(&p("arena"), e))?;
+        if !(64 << 20..=16u64 << 40).contains(&arena) {
+            return Err(invalid(
+                &p("arena"),
+                format!("{arena} bytes of address space; give 64M to 16T (it is only reserved, e.g. \"1T\")"),
+            ));
+        }
         if self.quantum_ms == 0 || self.quantum_ms > 10_000 {
             return Err(invalid(&p("quantum_ms"), "must be in [1, 10000]"));
         }
@@ -285,6 +297,19 @@ mod tests {
         }
         assert_eq!(Budget::parse("unlimited").unwrap(), Budget::Unlimited);
         assert_eq!(Budget::Fraction(0.25).bytes(400), 100);
+    }
+    #[test]
+    fn region_and_arena_sizes_are_bounded() {
+        for (field, val) in [("min_region", "0"), ("min_region", "2G"), ("arena", "0"), ("arena", "1M")] {
+            let mut c = RuntimeConfig::default();
+            match field {
+                "min_region" => c.min_region = val.into(),
+                _ => c.arena = val.into(),
+            }
+            let e = c.validate("runtime").unwrap_err().to_string();
+            assert!(e.contains(&format!("runtime.{field}")), "{field}={val}: {e}");
+        }
+        assert!(RuntimeConfig::default().validate("runtime").is_ok());
     }
     #[test]
     fn unknown_field_is_named() {
