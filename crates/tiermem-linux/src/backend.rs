@@ -154,7 +154,9 @@ impl Backend for RuntimeBackend {
                 .can_make_room
                 .store(a.pages_applied > 0, std::sync::atomic::Ordering::Relaxed);
         }
-        self.rt.room.fetch_add(1, std::sync::atomic::Ordering::Release);
+        self.rt
+            .room
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
         sys::futex_wake(&self.rt.room);
         a
     }

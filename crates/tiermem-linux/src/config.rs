@@ -300,14 +300,22 @@ mod tests {
     }
     #[test]
     fn region_and_arena_sizes_are_bounded() {
-        for (field, val) in [("min_region", "0"), ("min_region", "2G"), ("arena", "0"), ("arena", "1M")] {
+        for (field, val) in [
+            ("min_region", "0"),
+            ("min_region", "2G"),
+            ("arena", "0"),
+            ("arena", "1M"),
+        ] {
             let mut c = RuntimeConfig::default();
             match field {
                 "min_region" => c.min_region = val.into(),
                 _ => c.arena = val.into(),
             }
             let e = c.validate("runtime").unwrap_err().to_string();
-            assert!(e.contains(&format!("runtime.{field}")), "{field}={val}: {e}");
+            assert!(
+                e.contains(&format!("runtime.{field}")),
+                "{field}={val}: {e}"
+            );
         }
         assert!(RuntimeConfig::default().validate("runtime").is_ok());
     }

@@ -254,7 +254,10 @@ mod tests {
                 p.free(h);
             }
             assert_eq!(p.stored_bytes, 0);
-            assert_eq!(p.pool_bytes, 0, "{kind:?}: empty slabs go back to the kernel");
+            assert_eq!(
+                p.pool_bytes, 0,
+                "{kind:?}: empty slabs go back to the kernel"
+            );
             for i in 0..1000u32 {
                 p.store(&vec![1; 100 + (i as usize % 2000)]).unwrap();
             }
@@ -264,7 +267,9 @@ mod tests {
     #[test]
     fn empty_slabs_are_released_and_holes_refilled_first() {
         let mut p = Pool::new(AllocatorKind::Zsmalloc, Backing::Memory);
-        let hs: Vec<_> = (0..4000u32).map(|_| p.store(&[3u8; 1000]).unwrap()).collect();
+        let hs: Vec<_> = (0..4000u32)
+            .map(|_| p.store(&[3u8; 1000]).unwrap())
+            .collect();
         let peak = p.pool_bytes;
         // Freeing the second half empties its slabs: they go back to the kernel.
         for &h in &hs[2000..] {

@@ -57,7 +57,10 @@ fn dram_stays_within_budget_plus_slack() {
     require("python3", "python3");
     let _h = heavy();
     let argv = ["python3", "-c", PY_SMALL];
-    let want = ok(&run(plain(&argv), None, 120, "plain python3"), "plain python3");
+    let want = ok(
+        &run(plain(&argv), None, 120, "plain python3"),
+        "plain python3",
+    );
     let (cmd, stats) = tiered("50%", &argv);
     let out = run(cmd, None, 300, "tiered python3");
     assert_eq!(ok(&out, "tiered python3"), want);
@@ -67,7 +70,10 @@ fn dram_stays_within_budget_plus_slack() {
     // faults (32 x 64 KiB). The budget then was at most the resident DRAM then.
     let over = num(&s, "max_over_budget_bytes");
     let bound = (num(&s, "max_resident_bytes") / 32.0).max(1048576.0) + 2.0 * 1048576.0;
-    assert!(over <= bound, "DRAM went {over} bytes over budget (bound {bound}): {s}");
+    assert!(
+        over <= bound,
+        "DRAM went {over} bytes over budget (bound {bound}): {s}"
+    );
 }
 
 /// Random page touches over 64 MiB at a 10 % budget: every other access is a tier fault.
@@ -99,7 +105,9 @@ fn a_thrashing_program_is_told_so_with_a_suggested_budget() {
     assert!(line.contains("--dram-budget "), "{line}");
     let s = final_stats(&stats);
     assert_eq!(s["thrashing"], true, "{s}");
-    let sug = s["suggested_budget"].as_str().unwrap_or_else(|| panic!("{s}"));
+    let sug = s["suggested_budget"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{s}"));
     let pct: f64 = if sug == "unlimited" {
         100.0
     } else {

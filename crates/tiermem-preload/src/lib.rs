@@ -178,8 +178,7 @@ extern "C" fn init() {
             MIN_REGION.store(min, Ordering::SeqCst);
             MANAGE_MALLOC.store(glibc, Ordering::SeqCst);
             // TIERMEM_SMALL_ALLOC=glibc keeps small blocks in glibc's heap (unmanaged).
-            let small_glibc =
-                std::env::var("TIERMEM_SMALL_ALLOC").is_ok_and(|v| v == "glibc");
+            let small_glibc = std::env::var("TIERMEM_SMALL_ALLOC").is_ok_and(|v| v == "glibc");
             if glibc && !small_glibc {
                 // mimalloc reserves its arenas 1 GiB at a time: all of it becomes a managed
                 // region (untouched pages cost nothing but a row each in the page table and
