@@ -96,14 +96,8 @@ pub fn decompress(c: &Codec, data: &[u8], page: &mut [u8]) -> bool {
                 Ok(flate2::Status::StreamEnd)
             ) && dx.total_out() as usize == page.len()
         }),
-        Codec::Lzo => match minilzo::decompress(data, page.len()) {
-            Ok(v) if v.len() == page.len() => {
-                page.copy_from_slice(&v);
-                true
-            }
-            _ => false,
-        },
-        Codec::Lz4 => false,
+        // No per-thread context to reuse.
+        Codec::Lzo | Codec::Lz4 => decompress_fresh(c, data, page),
     }
 }
 

@@ -771,15 +771,7 @@ impl Runtime {
         };
         let dst_a = self.addr(dst);
         let keep_n = old_n.min(new_n);
-        let r = unsafe {
-            sys::mremap(
-                old,
-                keep_n * PAGE,
-                keep_n * PAGE,
-                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | MREMAP_DONTUNMAP,
-                dst_a,
-            )
-        };
+        let r = move_keeping_source(old, keep_n * PAGE, dst_a);
         if r < 0 {
             let e = sys::errno();
             self.reserve(dst_a, new_len);
@@ -820,14 +812,7 @@ impl Runtime {
             }
         }
         // Pages of the source beyond what moved (a shrinking fixed move) are dropped.
-        for i in s + keep_n..s + old_n {
-            self.drop_data(&mut st, i);
-            st.set(i, Page::default());
-        }
-        self.flush_hint_dirty(&mut st);
-        // Atomically replace the emptied source with the reservation.
-        self.reserve(old, old_n * PAGE);
-        st.give_back(s as u32, old_n as u32);
+        self.retire_source(&mut st, s + keep_n, s + old_n, old, old_n);
         dst_a as isize
     }
 
@@ -862,27 +847,27 @@ impl Runtime {
                 return -(sys::errno() as isize);
             }
         }
-        let r = unsafe {
-            sys::mremap(
-                old,
-                keep_n * PAGE,
-                keep_n * PAGE,
-                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | MREMAP_DONTUNMAP,
-                new_addr,
-            )
-        };
+        let r = move_keeping_source(old, keep_n * PAGE, new_addr);
         if r < 0 {
             return -(sys::errno() as isize);
         }
         // The moved VMA lost its userfaultfd registration: it is plain memory now.
-        for i in s..s + old_n {
+        self.retire_source(st, s, s + old_n, old, old_n);
+        r
+    }
+
+    /// The end of a move: pages [from, to) of the source still hold state (the moved ones
+    /// were already carried over), dropped; then the emptied source range [old, old_n
+    /// pages) is atomically replaced by the reservation and its pages go back to the free
+    /// map.
+    fn retire_source(&self, st: &mut State, from: usize, to: usize, old: usize, old_n: usize) {
+        for i in from..to {
             self.drop_data(st, i);
             st.set(i, Page::default());
         }
         self.flush_hint_dirty(st);
         self.reserve(old, old_n * PAGE);
-        st.give_back(s as u32, old_n as u32);
-        r
+        st.give_back(self.idx(old) as u32, old_n as u32);
     }
 
     // ------------------------------------------------------------------ faults
@@ -1721,6 +1706,25 @@ pub enum MoveResult {
 fn is_zero(d: &[u8]) -> bool {
     let (pre, mid, post) = unsafe { d.align_to::<u64>() };
     pre.iter().all(|&b| b == 0) && mid.iter().all(|&w| w == 0) && post.iter().all(|&b| b == 0)
+}
+
+/// Move the page tables of [old, old+len) to `dst` (MREMAP_FIXED: whatever was mapped
+/// there is replaced) and leave the source mapped and empty (MREMAP_DONTUNMAP), so no
+/// address of the source is ever free for the kernel to hand to another thread's mmap.
+/// Returns the new address or -1 with errno set.
+fn move_keeping_source(old: usize, len: usize, dst: usize) -> isize {
+    // SAFETY: the caller holds the state lock and owns both ranges: [old, old+len) is a
+    // managed range of this process (its pages move, nothing is freed) and [dst, dst+len)
+    // is a reservation of ours or the program's stated MREMAP_FIXED destination.
+    unsafe {
+        sys::mremap(
+            old,
+            len,
+            len,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | MREMAP_DONTUNMAP,
+            dst,
+        )
+    }
 }
 
 /// A page-aligned run of zeros at least `len` bytes long (for UFFDIO_COPY).
