@@ -64,16 +64,21 @@ fn cname(s: &str) -> CString {
 }
 
 pub fn euid() -> u32 {
+    // SAFETY: geteuid has no arguments and cannot fail.
     unsafe { libc::geteuid() }
 }
 
 fn fstat(fd: RawFd) -> Option<libc::stat> {
+    // SAFETY: a plain C struct, for which all-zero bytes are a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is an open fd and `st` a valid out-pointer.
     (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st)
 }
 
 fn lstat_at(dir: RawFd, name: &CStr) -> Option<libc::stat> {
+    // SAFETY: a plain C struct, for which all-zero bytes are a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `dir` is an open fd, `name` a NUL-terminated string, `st` a valid out-pointer; no symlink is followed.
     (unsafe { libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0)
         .then_some(st)
 }
@@ -118,7 +123,9 @@ pub fn choose_run_dir(xdg: Option<&std::ffi::OsStr>, uid: u32) -> PathBuf {
         let p = Path::new(x);
         if p.is_absolute() {
             if let Ok(c) = cpath(p) {
+                // SAFETY: a plain C struct, for which all-zero bytes are a valid value.
                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: `c` is a NUL-terminated path and `st` a valid out-pointer.
                 if unsafe { libc::stat(c.as_ptr(), &mut st) } == 0
                     && is_dir(&st)
                     && st.st_uid == uid
@@ -173,6 +180,7 @@ fn check_dir(fd: RawFd, path: &Path, owners: &[u32], want: Option<u32>) -> Resul
             ));
         }
         // Add what `stats_mode` asks for (or owner bits that are missing).
+        // SAFETY: `fd` is an open fd of ours.
         if mode != w && unsafe { libc::fchmod(fd, w) } != 0 {
             return Err(format!(
                 "{}: chmod {w:04o}: {}",
@@ -209,16 +217,19 @@ fn open_private(
     create: Option<u32>,
 ) -> Result<OwnedFd, String> {
     if let Some(mode) = create {
+        // SAFETY: `at` is an open directory fd and `name` a NUL-terminated string.
         if unsafe { libc::mkdirat(at, name.as_ptr(), mode as libc::mode_t) } != 0
             && errno() != libc::EEXIST
         {
             return Err(format!("{}: mkdir: {}", path.display(), os_err(errno())));
         }
     }
+    // SAFETY: an open directory fd and a NUL-terminated name; O_NOFOLLOW: a symlink is refused.
     let fd = unsafe { libc::openat(at, name.as_ptr(), open_dir_flags()) };
     if fd < 0 {
         return Err(describe_open_error(at, name, path, errno()));
     }
+    // SAFETY: the fd was just returned to us by the kernel, is valid, and nothing else owns it.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     check_dir(fd.as_raw_fd(), path, owners, create)?;
     Ok(fd)
@@ -227,25 +238,31 @@ fn open_private(
 /// Names in a directory (without . and ..).
 fn list(dir: RawFd) -> Vec<CString> {
     let mut out = Vec::new();
+    // SAFETY: an open directory fd and a NUL-terminated name; O_NOFOLLOW: a symlink is refused.
     let fd = unsafe { libc::openat(dir, c".".as_ptr(), open_dir_flags()) };
     if fd < 0 {
         return out;
     }
+    // SAFETY: `fd` is an open directory fd of ours; on success the DIR stream owns it.
     let d = unsafe { libc::fdopendir(fd) };
     if d.is_null() {
+        // SAFETY: `fd` is ours and not used after this.
         unsafe { libc::close(fd) };
         return out;
     }
     loop {
+        // SAFETY: `d` is the live DIR stream opened above; the entry is read before the next call.
         let e = unsafe { libc::readdir(d) };
         if e.is_null() {
             break;
         }
+        // SAFETY: `e` is a non-null entry from readdir; d_name is NUL-terminated.
         let name = unsafe { CStr::from_ptr((*e).d_name.as_ptr()) };
         if name != c"." && name != c".." {
             out.push(name.to_owned());
         }
     }
+    // SAFETY: `d` is the DIR stream opened above, closed once.
     unsafe { libc::closedir(d) };
     out
 }
@@ -254,10 +271,12 @@ fn list(dir: RawFd) -> Vec<CString> {
 /// hold files and a socket only). Never follows a symlink: everything is unlinkat'ed
 /// relative to directory fds opened with O_NOFOLLOW.
 fn remove_pid_dir(parent: RawFd, name: &CStr, uid: u32) -> bool {
+    // SAFETY: an open directory fd and a NUL-terminated name; O_NOFOLLOW: a symlink is refused.
     let fd = unsafe { libc::openat(parent, name.as_ptr(), open_dir_flags()) };
     if fd < 0 {
         return false;
     }
+    // SAFETY: the fd was just returned to us by the kernel, is valid, and nothing else owns it.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     match fstat(fd.as_raw_fd()) {
         Some(st) if is_dir(&st) && st.st_uid == uid => {}
@@ -267,10 +286,13 @@ fn remove_pid_dir(parent: RawFd, name: &CStr, uid: u32) -> bool {
     // (once the directory is gone, nothing can be created in it): list again.
     for _ in 0..100 {
         for n in list(fd.as_raw_fd()) {
+            // SAFETY: an open directory fd and a NUL-terminated name: removes only that entry, never follows a symlink.
             if unsafe { libc::unlinkat(fd.as_raw_fd(), n.as_ptr(), 0) } != 0 {
+                // SAFETY: an open directory fd and a NUL-terminated name: removes only that entry, never follows a symlink.
                 unsafe { libc::unlinkat(fd.as_raw_fd(), n.as_ptr(), libc::AT_REMOVEDIR) };
             }
         }
+        // SAFETY: an open directory fd and a NUL-terminated name: removes only that entry, never follows a symlink.
         if unsafe { libc::unlinkat(parent, name.as_ptr(), libc::AT_REMOVEDIR) } == 0 {
             return true;
         }
@@ -303,10 +325,12 @@ const OURS: [&str; 6] = [
 /// True when directory `name` of `run` holds nothing but what a runtime creates: a
 /// RUN_DIR pointed at a directory with other numeric subdirectories never loses data.
 fn only_ours(run: RawFd, name: &CStr) -> bool {
+    // SAFETY: an open directory fd and a NUL-terminated name; O_NOFOLLOW: a symlink is refused.
     let fd = unsafe { libc::openat(run, name.as_ptr(), open_dir_flags()) };
     if fd < 0 {
         return false;
     }
+    // SAFETY: the fd was just returned to us by the kernel, is valid, and nothing else owns it.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     list(fd.as_raw_fd())
         .iter()
@@ -316,6 +340,7 @@ fn only_ours(run: RawFd, name: &CStr) -> bool {
 fn pid_dead(pid: u32) -> bool {
     pid > 0
         && pid <= i32::MAX as u32
+        // SAFETY: signal 0 sends nothing: it only asks whether the process exists.
         && unsafe { libc::kill(pid as i32, 0) } != 0
         && errno() == libc::ESRCH
 }
@@ -369,6 +394,7 @@ fn wait_fd(fd: RawFd, ev: i16, deadline: u64) -> bool {
             events: ev,
             revents: 0,
         };
+        // SAFETY: `p` is one valid pollfd.
         let r = unsafe { libc::poll(&mut p, 1, ms) };
         if r > 0 {
             return true;
@@ -392,6 +418,7 @@ fn read_line(fd: RawFd, max: usize, deadline: u64) -> Result<String, String> {
         if buf.len() > max {
             return Err(format!("line longer than {max} bytes"));
         }
+        // SAFETY: the buffer is valid for writes of `chunk.len()` bytes.
         let r = unsafe { libc::read(fd, chunk.as_mut_ptr() as *mut libc::c_void, chunk.len()) };
         if r > 0 {
             buf.extend_from_slice(&chunk[..r as usize]);
@@ -413,6 +440,7 @@ fn read_line(fd: RawFd, max: usize, deadline: u64) -> Result<String, String> {
 
 fn write_all(fd: RawFd, mut data: &[u8], deadline: u64) -> bool {
     while !data.is_empty() {
+        // SAFETY: `data` is valid for reads of `data.len()` bytes; MSG_NOSIGNAL: a closed peer is an error, not SIGPIPE.
         let r = unsafe {
             libc::send(
                 fd,
@@ -447,6 +475,7 @@ fn socket_addr(
     } else {
         dir_path.join(SOCKET).as_os_str().as_bytes().to_vec()
     };
+    // SAFETY: a plain C struct, for which all-zero bytes are a valid value.
     let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
     a.sun_family = libc::AF_UNIX as libc::sa_family_t;
     if p.len() >= a.sun_path.len() {
@@ -504,6 +533,7 @@ impl Server {
         )?;
         // A directory left by an earlier process with our PID: start empty.
         for n in list(dir.as_raw_fd()) {
+            // SAFETY: an open directory fd and a NUL-terminated name: removes only that entry, never follows a symlink.
             unsafe { libc::unlinkat(dir.as_raw_fd(), n.as_ptr(), 0) };
         }
         let id = identity(dir.as_raw_fd()).unwrap_or_default();
@@ -535,6 +565,7 @@ impl Server {
             return Err("no directory".into());
         };
         let d = dir.as_raw_fd();
+        // SAFETY: creates a new socket; no pointers.
         let fd = unsafe {
             libc::socket(
                 libc::AF_UNIX,
@@ -545,11 +576,14 @@ impl Server {
         if fd < 0 {
             return Err(format!("socket: {}", os_err(errno())));
         }
+        // SAFETY: the fd was just returned to us by the kernel, is valid, and nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let (addr, len) = socket_addr(d, &self.dir_path)?;
         let name = cname(SOCKET);
         let path = self.dir_path.join(SOCKET);
+        // SAFETY: an open directory fd and a NUL-terminated name: removes only that entry, never follows a symlink.
         unsafe { libc::unlinkat(d, name.as_ptr(), 0) };
+        // SAFETY: `addr`/`len` are a sockaddr_un built by `socket_addr`, `fd` a socket of ours.
         if unsafe {
             libc::bind(
                 fd.as_raw_fd(),
@@ -561,11 +595,14 @@ impl Server {
             return Err(format!("{}: bind: {}", path.display(), os_err(errno())));
         }
         // The directory is ours alone, so nobody can swap the node between bind and chmod.
+        // SAFETY: `d` is an open directory fd and `name` a NUL-terminated string.
         if unsafe { libc::fchmodat(d, name.as_ptr(), 0o600, 0) } != 0 {
             let e = errno();
+            // SAFETY: an open directory fd and a NUL-terminated name: removes only that entry, never follows a symlink.
             unsafe { libc::unlinkat(d, name.as_ptr(), 0) };
             return Err(format!("{}: chmod 600: {}", path.display(), os_err(e)));
         }
+        // SAFETY: `fd` is a socket of ours.
         if unsafe { libc::listen(fd.as_raw_fd(), 8) } != 0 {
             return Err(format!("{}: listen: {}", path.display(), os_err(errno())));
         }
@@ -601,7 +638,9 @@ impl Server {
             return;
         };
         let tmp = cname(&format!(".{name}.tmp"));
+        // SAFETY: an open directory fd and a NUL-terminated name: removes only that entry, never follows a symlink.
         unsafe { libc::unlinkat(d, tmp.as_ptr(), 0) };
+        // SAFETY: an open directory fd and a NUL-terminated name; O_NOFOLLOW: a symlink is refused.
         let fd = unsafe {
             libc::openat(
                 d,
@@ -613,10 +652,13 @@ impl Server {
         if fd < 0 {
             return;
         }
+        // SAFETY: the fd was just returned to us by the kernel, is valid, and nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: `fd` is an open fd of ours.
         let mut ok = unsafe { libc::fchmod(fd.as_raw_fd(), self.file_mode) } == 0;
         let mut data = text.as_bytes();
         while ok && !data.is_empty() {
+            // SAFETY: `data` is valid for reads of `data.len()` bytes and `fd` is an open file of ours.
             let r = unsafe {
                 libc::write(
                     fd.as_raw_fd(),
@@ -632,7 +674,9 @@ impl Server {
         }
         drop(fd);
         let dst = cname(name);
+        // SAFETY: one open directory fd and two NUL-terminated names: a rename inside that directory.
         if !ok || unsafe { libc::renameat(d, tmp.as_ptr(), d, dst.as_ptr()) } != 0 {
+            // SAFETY: an open directory fd and a NUL-terminated name: removes only that entry, never follows a symlink.
             unsafe { libc::unlinkat(d, tmp.as_ptr(), 0) };
         }
     }
@@ -654,6 +698,7 @@ impl Server {
             let Some(l) = Self::live(&mut self.listener, "control socket") else {
                 return;
             };
+            // SAFETY: `l` is our listening socket; null address pointers are allowed.
             let c = unsafe {
                 libc::accept4(
                     l,
@@ -665,6 +710,7 @@ impl Server {
             if c < 0 {
                 return;
             }
+            // SAFETY: the fd was just returned to us by the kernel, is valid, and nothing else owns it.
             let c = unsafe { OwnedFd::from_raw_fd(c) };
             let deadline = crate::sys::now_ns() + CLIENT_MS as u64 * 1_000_000;
             let answer = match peer_uid(c.as_raw_fd()) {
@@ -689,8 +735,10 @@ impl Server {
 }
 
 fn peer_uid(fd: RawFd) -> Option<u32> {
+    // SAFETY: a plain C struct, for which all-zero bytes are a valid value.
     let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid out-pointers of the sizes SO_PEERCRED writes.
     let r = unsafe {
         libc::getsockopt(
             fd,
@@ -809,6 +857,7 @@ impl Control {
         let dir = self.open()?;
         let name = cname("stats.json");
         let path = self.dir.join("stats.json");
+        // SAFETY: an open directory fd and a NUL-terminated name; O_NOFOLLOW: a symlink is refused.
         let fd = unsafe {
             libc::openat(
                 dir.as_raw_fd(),
@@ -819,6 +868,7 @@ impl Control {
         if fd < 0 {
             return Err(describe_open_error(dir.as_raw_fd(), &name, &path, errno()));
         }
+        // SAFETY: the fd was just returned to us by the kernel, is valid, and nothing else owns it.
         let f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
         match f.metadata() {
             Ok(m) if m.is_file() => {}
@@ -834,12 +884,15 @@ impl Control {
     pub fn request(&self, line: &str, timeout: std::time::Duration) -> Result<String, String> {
         let dir = self.open()?;
         let path = self.dir.join(SOCKET);
+        // SAFETY: creates a new socket; no pointers.
         let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
             return Err(format!("socket: {}", os_err(errno())));
         }
+        // SAFETY: the fd was just returned to us by the kernel, is valid, and nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let (addr, len) = socket_addr(dir.as_raw_fd(), &self.dir)?;
+        // SAFETY: `addr`/`len` are a sockaddr_un built by `socket_addr`, `fd` a socket of ours.
         if unsafe {
             libc::connect(
                 fd.as_raw_fd(),
@@ -850,6 +903,7 @@ impl Control {
         {
             return Err(format!("{}: connect: {}", path.display(), os_err(errno())));
         }
+        // SAFETY: flag changes on a socket of ours; no pointers.
         unsafe {
             libc::fcntl(
                 fd.as_raw_fd(),
@@ -872,10 +926,12 @@ impl Control {
             CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         let Ok(c) = cpath(&self.run_dir) else { return };
+        // SAFETY: `c` is a NUL-terminated path; O_NOFOLLOW: a symlink is refused.
         let fd = unsafe { libc::open(c.as_ptr(), open_dir_flags()) };
         if fd < 0 {
             return;
         }
+        // SAFETY: the fd was just returned to us by the kernel, is valid, and nothing else owns it.
         let run = unsafe { OwnedFd::from_raw_fd(fd) };
         if check_dir(run.as_raw_fd(), &self.run_dir, &[euid()], None).is_ok() {
             remove_pid_dir(run.as_raw_fd(), &cname(&self.pid.to_string()), euid());

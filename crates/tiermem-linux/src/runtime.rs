@@ -778,6 +778,7 @@ impl Runtime {
             st.give_back(dst as u32, new_n as u32);
             return -(e as isize);
         }
+        // SAFETY: an advice on the range just moved to `dst_a`, which is ours; no memory is freed.
         unsafe { sys::madvise(dst_a, keep_n * PAGE, libc::MADV_NOHUGEPAGE) };
         // The moved VMA lost its registration (no UFFD_FEATURE_EVENT_REMAP): register it
         // again before any page of it can be absent to the kernel's eyes.
@@ -833,6 +834,7 @@ impl Runtime {
         self.untier_locked(st, old, keep_n * PAGE, None);
         if new_n > keep_n {
             // What MREMAP_FIXED would do to the destination's tail: replace it with zeros.
+            // SAFETY: MAP_FIXED over the tail of the program's own MREMAP_FIXED destination, which the kernel would replace the same way.
             let r = unsafe {
                 sys::mmap(
                     new_addr + keep_n * PAGE,

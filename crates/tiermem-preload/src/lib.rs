@@ -556,6 +556,7 @@ unsafe fn big_alloc(rt: &Runtime, n: usize) -> *mut c_void {
             }
             (r + PAGE) as *mut c_void
         }
+        // SAFETY: a plain allocation of `n` bytes.
         None => unsafe { small_alloc(n) },
     }
 }
@@ -566,6 +567,7 @@ unsafe fn small_alloc(n: usize) -> *mut c_void {
         // SAFETY: plain allocation call.
         unsafe { mi::mi_malloc(n) }
     } else {
+        // SAFETY: a plain allocation of `n` bytes from the next allocator.
         unsafe { next_malloc(n) }
     }
 }
@@ -613,11 +615,13 @@ unsafe fn usable(p: *mut c_void) -> usize {
         return unsafe { mi::mi_usable_size(p) };
     }
     if let (_, true) = block_of(p) {
+        // SAFETY: `p` lies in the arena and is page-aligned or refused by `header`, whose page before it is ours.
         return match unsafe { header(p) } {
             Some((_, total, _)) => total - PAGE,
             None => 0,
         };
     }
+    // SAFETY: `p` is not ours or mimalloc's: a block of the next allocator.
     unsafe { real_usable_size(p) }
 }
 
@@ -632,6 +636,7 @@ pub unsafe extern "C" fn malloc(n: size_t) -> *mut c_void {
     if let Some(rt) = big(n) {
         return unsafe { big_alloc(rt, n) };
     }
+    // SAFETY: a plain allocation of `n` bytes.
     unsafe { small_alloc(n) }
 }
 
@@ -680,11 +685,14 @@ pub unsafe extern "C" fn calloc(n: size_t, m: size_t) -> *mut c_void {
 
 /// Move a block to a new owner: allocate `n` bytes with `malloc`, copy, free the old.
 unsafe fn realloc_by_copy(p: *mut c_void, old_usable: usize, n: usize) -> *mut c_void {
+    // SAFETY: a plain allocation of `n` bytes.
     let q = unsafe { malloc(n) };
     if q.is_null() {
         return q;
     }
+    // SAFETY: `p` holds at least `old_usable` bytes, `q` at least `n`, and they are different blocks.
     unsafe { std::ptr::copy_nonoverlapping(p as *const u8, q as *mut u8, old_usable.min(n)) };
+    // SAFETY: `p` is a live block the program handed to realloc; it is not used after this.
     unsafe { free(p) };
     q
 }
@@ -699,6 +707,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
     }
     if is_mi(p) {
         if n == 0 {
+            // SAFETY: realloc(p, 0) frees `p`, a live mimalloc block.
             unsafe { free(p) };
             return std::ptr::null_mut();
         }
@@ -706,6 +715,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
             // Growing past the region size: becomes a managed block of its own.
             // SAFETY: p is a live mimalloc block.
             let old = unsafe { mi::mi_usable_size(p) };
+            // SAFETY: `p` is a live mimalloc block of `old` usable bytes.
             return unsafe { realloc_by_copy(p, old, n) };
         }
         // SAFETY: p is a live mimalloc block.
@@ -737,6 +747,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
                 return (moved as usize + PAGE) as *mut c_void;
             }
         }
+        // SAFETY: `p` is a live managed block with `used` bytes of user data.
         return unsafe { realloc_by_copy(p, used, n) };
     }
     // A block of the next allocator (from before the runtime was up, or the program's
@@ -815,5 +826,6 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> size_t {
     if p.is_null() {
         return 0;
     }
+    // SAFETY: `p` is a non-null block the program owns.
     unsafe { usable(p) }
 }
