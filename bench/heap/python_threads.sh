@@ -8,19 +8,7 @@ cd "$(dirname "$0")/../.."
 RUNS=${1:-50}
 PY=.venv/bin/python; [ -x "$PY" ] || PY=python3
 T=target/release/tiermem
-PROG=$(mktemp /tmp/tiermem-pythreads.XXXXXX.py)
-trap 'rm -f "$PROG"' EXIT
-cat > "$PROG" <<'PYEOF'
-import threading, hashlib
-res = [None]*8
-def work(k):
-    d = {}
-    for i in range(300000): d[i] = bytearray((str(i*k)*20).encode())
-    res[k] = hashlib.sha256(b''.join(d[i] for i in range(0, 300000, 7))).hexdigest()
-ts = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-[t.start() for t in ts]; [t.join() for t in ts]
-print(res)
-PYEOF
+PROG=bench/heap/python_threads.py
 want=$("$PY" "$PROG" | sha256sum)
 rc=0
 for b in 50% 25%; do

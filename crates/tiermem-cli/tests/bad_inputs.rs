@@ -4,22 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn tiermem() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_tiermem"));
-    c.env("TIERMEM_PYTHON", "/nonexistent/python");
-    c
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tiermem-bad-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::*;
 
 /// Run and expect exit 2 with one line on stderr containing every `needle`; returns it.
 fn fails(c: &mut Command, needles: &[&str]) -> String {

@@ -1,25 +1,7 @@
 //! The `tiermem` binary end to end: outputs, exit codes, error messages.
 
-use std::path::PathBuf;
-use std::process::Command;
-
-fn tiermem() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_tiermem"));
-    // Plots need the project's Python; these tests check the data files only.
-    c.env("TIERMEM_PYTHON", "/nonexistent/python");
-    c
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tiermem-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::*;
 
 #[test]
 fn sim_writes_summary_and_timeseries() {

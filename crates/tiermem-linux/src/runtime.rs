@@ -950,15 +950,12 @@ impl Runtime {
             self.kick.fetch_add(1, Ordering::Release);
             sys::futex_wake(&self.kick);
             sys::futex_wait(&self.room, seen, 1_000_000);
-            let st = lock_spin(self);
-            let over = st.resident > st.limit_pages();
-            drop(st);
-            if !over
+            let mut st = lock_spin(self);
+            if st.resident <= st.limit_pages()
                 || !self.can_make_room.load(Ordering::Relaxed)
                 || sys::now_ns() - t0 > ROOM_WAIT_NS
                 || self.stop.load(Ordering::Relaxed)
             {
-                let mut st = lock(self);
                 st.room_waits += 1;
                 st.room_wait_ns += sys::now_ns() - t0;
                 return;

@@ -62,17 +62,8 @@ fn threads_mixing_mmap_calloc_and_realloc_growth_keep_every_byte() {
     run_alloc_race("25%", 4, 2.5, 7);
 }
 
-const PY_THREADS: &str = r#"
-import threading, hashlib
-res = [None]*8
-def work(k):
-    d = {}
-    for i in range(300000): d[i] = bytearray((str(i*k)*20).encode())
-    res[k] = hashlib.sha256(b''.join(d[i] for i in range(0, 300000, 7))).hexdigest()
-ts = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-[t.start() for t in ts]; [t.join() for t in ts]
-print(res)
-"#;
+/// The issue's program (one copy, shared with bench/heap/python_threads.sh).
+const PY_THREADS: &str = include_str!("../../../bench/heap/python_threads.py");
 
 /// The issue's Python program, with an interpreter linked to a shared libpython when one
 /// is at hand (the project's venv: pyenv builds are), else the system python3.

@@ -753,14 +753,9 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
     // A block of the next allocator (from before the runtime was up, or the program's
     // own allocator's).
     if big(n).is_some() || (small_mi() && n > 0) {
-        let old = unsafe { real_usable_size(p) };
-        let q = unsafe { malloc(n) };
-        if q.is_null() {
-            return q;
-        }
-        unsafe { std::ptr::copy_nonoverlapping(p as *const u8, q as *mut u8, old.min(n)) };
-        unsafe { next_free(p) };
-        return q;
+        // Moves to one of ours (its `free` goes back to the next allocator).
+        // SAFETY: `p` is a live block of the next allocator with that many usable bytes.
+        return unsafe { realloc_by_copy(p, real_usable_size(p), n) };
     }
     unsafe { next_realloc(p, n) }
 }
