@@ -1,27 +1,37 @@
 //! The engine loop. Per quantum:
 //!
 //! ```text
-//!   backend.advance(quantum)           run the program / the simulated machine
-//!   snapshot = backend.observe()       telemetry + placement + tracker events
-//!   plan = policy.decide(snapshot)     pure: same history in, same plan out
-//!   plan = quota.truncate(plan)        migration quota (bytes per second)
-//!   applied = backend.apply(plan)      tried vs applied counters
+//!   backend.advance(quantum)             run the program / the simulated machine
+//!   snapshot = backend.observe()         telemetry, tenants, placement, tracker events
+//!   controls = controller.control(snap)  per-tenant per-tier limits, CPU shares (optional)
+//!   plan = policy.decide(snap+controls)  pure: same history in, same plan out
+//!   plan.moves: tenants resolved, malformed moves dropped
+//!   applied = backend.apply(plan, quota) controls first, then moves up to the quota
 //! ```
+//!
+//! At start the engine checks that the backend can give the policy (and controller) what
+//! it needs ([`Capabilities::check`]) and installs the policy's tracker.
 
+use crate::capability::{Capabilities, Needs};
 use crate::error::Result;
-use crate::plan::{Applied, Plan};
+use crate::plan::{Applied, Controls, Plan};
 use crate::snapshot::Snapshot;
 use crate::tier::TierSpec;
 use crate::tracker::TrackerSpec;
 use serde::{Deserialize, Serialize};
 
 /// A placement policy. Contract: `decide` depends only on the snapshots it has been given
-/// (and its own config); it performs no I/O and reads no clock.
+/// (and its own config); it performs no I/O and reads no clock. It places pages within the
+/// limits in `snap.controls`.
 pub trait Policy: Send {
     /// The config name (`policy = "hemem"`), plus any layer (`"hemem+colloid"`).
     fn name(&self) -> String;
     /// The tracker this policy was designed for.
     fn tracker(&self) -> TrackerSpec;
+    /// What it needs from a backend; by default just its tracker.
+    fn needs(&self) -> Needs {
+        Needs::tracking(&self.tracker())
+    }
     /// How often `decide` runs.
     fn quantum_ns(&self) -> u64;
     /// Bytes the policy may migrate per quantum (its system's rate limit); `None` = unlimited.
@@ -31,18 +41,31 @@ pub trait Policy: Send {
     fn decide(&mut self, snap: &Snapshot<'_>) -> Plan;
 }
 
+/// A controller (Memstrata's dedicated-DRAM allocator, Mercury's admission control and
+/// adaptation): decides per-tenant, per-tier limits and CPU shares each quantum, before the
+/// policy places pages. Contract: pure, like a policy; returns the complete set of
+/// controls in force (not a delta).
+pub trait Controller: Send {
+    fn name(&self) -> String;
+    fn needs(&self) -> Needs;
+    fn control(&mut self, snap: &Snapshot<'_>) -> Controls;
+}
+
 /// Where pages live. Contract: `observe` reports the quantum that `advance` just ran;
-/// `apply` moves pages in plan order, dropping (and counting) what does not fit.
+/// `apply` sets the plan's controls, then moves pages in plan order, each move as one
+/// operation, dropping (and counting) what does not fit.
 pub trait Backend {
     fn page_bytes(&self) -> u64;
     fn tier_specs(&self) -> &[TierSpec];
+    /// What this backend can give policies; checked by [`Engine::new`].
+    fn capabilities(&self) -> Capabilities;
     /// Build the tracker a policy asked for. Errors if this backend cannot provide it.
     fn install_tracker(&mut self, spec: &TrackerSpec) -> Result<()>;
     /// Run for `dt_ns` (virtual time for a simulator, wall time for a runtime).
     fn advance(&mut self, dt_ns: u64) -> Result<()>;
     fn now_ns(&self) -> u64;
     fn observe(&mut self) -> Snapshot<'_>;
-    /// Apply up to `quota_bytes` of the plan.
+    /// Apply the plan's controls, then up to `quota_bytes` of its moves.
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied;
 }
 
@@ -52,21 +75,41 @@ pub struct EngineCounters {
     pub applied: Applied,
 }
 
-/// Runs one policy over one backend.
+/// Runs one policy (and optionally a controller) over one backend.
 pub struct Engine<P: Policy> {
     pub policy: P,
+    pub controller: Option<Box<dyn Controller>>,
     pub counters: EngineCounters,
     /// Extra global cap on migration, bytes per second (config `engine.migration_limit`).
     pub global_limit_bytes_per_s: Option<f64>,
+    /// The controls in force (the controller's last decision).
+    controls: Controls,
 }
 
 impl<P: Policy> Engine<P> {
     pub fn new<B: Backend + ?Sized>(policy: P, backend: &mut B) -> Result<Self> {
+        Self::with_controller(policy, None, backend)
+    }
+
+    /// Check the backend's capabilities against the policy's and controller's needs, then
+    /// install the policy's tracker.
+    pub fn with_controller<B: Backend + ?Sized>(
+        policy: P,
+        controller: Option<Box<dyn Controller>>,
+        backend: &mut B,
+    ) -> Result<Self> {
+        let caps = backend.capabilities();
+        caps.check(&policy.name(), &policy.needs())?;
+        if let Some(c) = &controller {
+            caps.check(&c.name(), &c.needs())?;
+        }
         backend.install_tracker(&policy.tracker())?;
         Ok(Engine {
             policy,
+            controller,
             counters: EngineCounters::default(),
             global_limit_bytes_per_s: None,
+            controls: Controls::default(),
         })
     }
 
@@ -80,18 +123,62 @@ impl<P: Policy> Engine<P> {
         }
     }
 
+    pub fn controls(&self) -> &Controls {
+        &self.controls
+    }
+
     /// Run one quantum; returns what was applied in it.
     pub fn step<B: Backend + ?Sized>(&mut self, backend: &mut B) -> Result<Applied> {
         backend.advance(self.policy.quantum_ns())?;
-        let plan = {
+        let (mut plan, malformed) = {
             let snap = backend.observe();
-            self.policy.decide(&snap)
+            if let Some(c) = self.controller.as_mut() {
+                self.controls = c.control(&snap);
+            }
+            let snap = Snapshot {
+                controls: &self.controls,
+                ..snap
+            };
+            let mut plan = self.policy.decide(&snap);
+            let malformed = resolve_moves(&mut plan, &snap);
+            (plan, malformed)
         };
-        let applied = backend.apply(&plan, self.quota_bytes());
+        if self.controller.is_some() {
+            plan.controls = self.controls.clone();
+        }
+        let mut applied = backend.apply(&plan, self.quota_bytes());
+        applied.moves_malformed += malformed;
         self.counters.quanta += 1;
         self.counters.applied.add(&applied);
         Ok(applied)
     }
+}
+
+/// Name each move's tenant from the snapshot and drop moves that are not a naturally
+/// aligned power-of-two range inside one tenant (a policy bug, counted, never applied).
+pub fn resolve_moves(plan: &mut Plan, snap: &Snapshot<'_>) -> u64 {
+    let n = snap.placement.len() as u64;
+    let before = plan.moves.len();
+    plan.moves.retain_mut(|m| {
+        if !m.is_aligned() || m.range.end() as u64 > n {
+            return false;
+        }
+        if snap.tenants.len() <= 1 {
+            m.tenant = snap.tenants.first().map_or(m.tenant, |t| t.id);
+            return true;
+        }
+        match (
+            snap.tenant_of(m.range.start),
+            snap.tenant_of(m.range.end() - 1),
+        ) {
+            (Some(a), Some(b)) if a == b => {
+                m.tenant = a;
+                true
+            }
+            _ => false,
+        }
+    });
+    (before - plan.moves.len()) as u64
 }
 
 impl Policy for Box<dyn Policy> {
@@ -100,6 +187,9 @@ impl Policy for Box<dyn Policy> {
     }
     fn tracker(&self) -> TrackerSpec {
         (**self).tracker()
+    }
+    fn needs(&self) -> Needs {
+        (**self).needs()
     }
     fn quantum_ns(&self) -> u64 {
         (**self).quantum_ns()

@@ -5,19 +5,23 @@
 //! turns the snapshot into a [`Plan`]; the backend applies the plan. The pattern is
 //! DAMON's core vs. operations split (mm/damon/core.c vs vaddr.c).
 
+pub mod capability;
 pub mod config;
 pub mod engine;
 pub mod error;
 pub mod plan;
 pub mod snapshot;
+pub mod tenant;
 pub mod tier;
 pub mod tracker;
 pub mod units;
 
-pub use engine::{Backend, Engine, EngineCounters, Policy};
+pub use capability::{Capabilities, Needs, Provision, TelemetryKind, TrackerKind};
+pub use engine::{Backend, Controller, Engine, EngineCounters, Policy};
 pub use error::{Error, ErrorKind, Result};
-pub use plan::{Applied, Move, Plan};
+pub use plan::{Applied, Controls, NO_CONTROLS, CpuShare, Move, Plan, TierLimit};
 pub use snapshot::{HeatEvent, Snapshot, TierTelemetry};
+pub use tenant::{TenantId, TenantSpec};
 pub use tier::{TierId, TierKind, TierSpec};
 pub use tracker::{Tracker, TrackerSpec, TrackerView};
 pub use units::*;

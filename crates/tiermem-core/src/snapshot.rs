@@ -1,6 +1,8 @@
 //! What a policy sees each quantum: per-tier telemetry, where each page lives, and the
 //! heat events its tracker produced. A policy sees nothing else.
 
+use crate::plan::Controls;
+use crate::tenant::{TenantId, TenantSpec};
 use crate::tier::{TierId, TierSpec};
 use crate::units::PageIdx;
 use serde::{Deserialize, Serialize};
@@ -18,6 +20,9 @@ pub struct TierTelemetry {
     /// Bytes read from / written to the tier per second, all sources.
     pub read_bytes_per_s: f64,
     pub write_bytes_per_s: f64,
+    /// Accesses to this tier that faulted (a compressed tier: every access is a fault that
+    /// brings the page back), per second.
+    pub faults_per_s: f64,
 }
 
 impl TierTelemetry {
@@ -54,11 +59,20 @@ pub struct Snapshot<'a> {
     /// `placement[page]` is the tier the page lives in (the OS knows this).
     pub placement: &'a [TierId],
     pub events: &'a [HeatEvent],
+    /// The address spaces the backend manages, each a span of the page space, sorted.
+    pub tenants: &'a [TenantSpec],
+    /// The per-tenant limits and CPU shares in force: the controller's decisions of this
+    /// quantum, which the policy places pages within (empty without a controller).
+    pub controls: &'a Controls,
 }
 
 impl Snapshot<'_> {
     pub fn page_count(&self) -> usize {
         self.placement.len()
+    }
+    /// The tenant that owns `page`.
+    pub fn tenant_of(&self, page: PageIdx) -> Option<TenantId> {
+        crate::tenant::tenant_of(self.tenants, page)
     }
     /// Free bytes in a tier.
     pub fn free_bytes(&self, tier: TierId) -> u64 {

@@ -5,8 +5,9 @@ use crate::budget_policy::BudgetPolicy;
 use crate::runtime::{MoveResult, Runtime, EVICT_BATCH};
 use crate::sys::{self, PAGE};
 use tiermem_core::{
-    Applied, Backend, Engine, Error, ErrorKind, HeatEvent, Plan, Result, Snapshot, TierId,
-    TierKind, TierSpec, TierTelemetry, TrackerSpec,
+    Applied, Backend, Capabilities, Controls, Engine, Error, ErrorKind, HeatEvent, PageRange,
+    Plan, Provision, Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierKind,
+    TierSpec, TierTelemetry, TrackerKind, TrackerSpec,
 };
 
 pub struct RuntimeBackend {
@@ -23,6 +24,9 @@ pub struct RuntimeBackend {
     cbuf: Vec<u8>,
     /// The fault thread's kick counter as last seen (`Runtime::kick`).
     kicks_seen: u32,
+    /// One tenant: this process.
+    tenants: Vec<TenantSpec>,
+    controls: Controls,
 }
 
 impl RuntimeBackend {
@@ -60,6 +64,12 @@ impl RuntimeBackend {
             now: sys::now_ns(),
             cbuf: Vec::with_capacity(8192),
             kicks_seen: 0,
+            tenants: vec![TenantSpec {
+                id: TenantId::FIRST,
+                name: program_name(),
+                pages: PageRange { start: 0, len: 0 },
+            }],
+            controls: Controls::default(),
         }
     }
 }
@@ -70,6 +80,17 @@ impl Backend for RuntimeBackend {
     }
     fn tier_specs(&self) -> &[TierSpec] {
         &self.specs
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            backend: "linux runtime".into(),
+            trackers: vec![(TrackerKind::HintFault, Provision::Native)],
+            telemetry: vec![(TelemetryKind::FaultRate, Provision::Native)],
+            max_granularity_bytes: PAGE as u64,
+            max_tenants: 1,
+            tier_limits: false,
+            cpu_shares: false,
+        }
     }
     fn install_tracker(&mut self, spec: &TrackerSpec) -> Result<()> {
         match spec {
@@ -122,6 +143,7 @@ impl Backend for RuntimeBackend {
             self.placement.extend_from_slice(&st.placement);
             self.events.clear();
             std::mem::swap(&mut self.events, &mut st.events);
+            self.tenants[0].pages.len = self.placement.len() as u32;
             self.telemetry.clear();
             self.telemetry.push(TierTelemetry {
                 used_bytes: st.resident * PAGE as u64,
@@ -144,6 +166,8 @@ impl Backend for RuntimeBackend {
             tiers: &self.telemetry,
             placement: &self.placement,
             events: &self.events,
+            tenants: &self.tenants,
+            controls: &self.controls,
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
@@ -204,6 +228,13 @@ impl RuntimeBackend {
         self.cbuf = out;
         a
     }
+}
+
+/// This process's name, for its tenant.
+fn program_name() -> String {
+    std::fs::read_to_string("/proc/self/comm")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "program".into())
 }
 
 /// The manager thread: engine steps, stats publication, control socket requests.

@@ -159,6 +159,8 @@ mod tests {
             tiers: &tiers,
             placement: &placement,
             events: &events,
+            tenants: &[],
+            controls: &tiermem_core::NO_CONTROLS,
         };
         let plan = pol.decide(&snap);
         // 200 resident, budget 100, headroom 16 -> demote 116: all 100 cold + 16 warm.
@@ -195,6 +197,8 @@ mod tests {
             tiers: &tiers,
             placement: &placement,
             events: &[],
+            tenants: &[],
+            controls: &tiermem_core::NO_CONTROLS,
         };
         assert_eq!(pol.decide(&snap).pages(), 0);
     }

@@ -252,6 +252,8 @@ pub(crate) mod testutil {
                 tiers: &self.tiers,
                 placement: &self.placement,
                 events: &self.events,
+                tenants: &[],
+                controls: &tiermem_core::NO_CONTROLS,
             }
         }
 

@@ -195,6 +195,8 @@ fn converge(policy: &mut dyn Policy, m: &mut Machine, quanta: usize, accesses: u
             tiers: &m.tiers,
             placement: &m.placement,
             events: &events,
+            tenants: &[],
+            controls: &tiermem_core::NO_CONTROLS,
         };
         let plan = policy.decide(&snap);
         m.apply(&plan, policy.migration_limit_bytes());
@@ -350,6 +352,8 @@ fn plan_invariants_on_random_snapshots() {
                     tiers: &m.tiers,
                     placement: &m.placement,
                     events: &events,
+                    tenants: &[],
+                    controls: &tiermem_core::NO_CONTROLS,
                 };
                 let plan = p.decide(&snap);
                 let mut seen = std::collections::BTreeSet::new();
@@ -449,6 +453,8 @@ fn odd_machines_are_handled() {
                 tiers: &tiers,
                 placement: &placement,
                 events: &ev,
+                tenants: &[],
+                controls: &tiermem_core::NO_CONTROLS,
             };
             assert!(
                 p.decide(&snap).moves.is_empty(),
@@ -478,6 +484,8 @@ fn odd_machines_are_handled() {
                 tiers: &m.tiers,
                 placement: &m.placement,
                 events: &events,
+                tenants: &[],
+                controls: &tiermem_core::NO_CONTROLS,
             };
             let plan = p.decide(&snap);
             assert!(plan.moves.iter().all(|mv| mv.to.index() < 3), "{name}");

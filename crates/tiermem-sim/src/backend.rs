@@ -11,8 +11,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 use tiermem_core::{
-    Applied, Backend, HeatEvent, PageIdx, Plan, Result, Snapshot, TierId, TierKind, TierSpec,
-    TierTelemetry, TrackerSpec,
+    Applied, Backend, Capabilities, Controls, HeatEvent, PageIdx, PageRange, Plan, Provision,
+    Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierKind, TierSpec,
+    TierTelemetry, TrackerKind, TrackerSpec,
 };
 
 /// One row of the time series (averages over `record_interval_ms`).
@@ -108,9 +109,12 @@ pub struct SimBackend {
     // Migration effects of the last `apply`, spread over the next `advance`.
     pending_mig_read: Vec<f64>,
     pending_mig_write: Vec<f64>,
-    pending_mig_pages: f64,
+    /// Migration operations (one per applied move, whatever its size).
+    pending_mig_ops: f64,
     last_quantum_ns: u64,
-    per_page_ns: f64,
+    /// Fixed CPU cost per migration operation (config `per_page_ns`: one page was one
+    /// operation before range moves).
+    per_op_ns: f64,
     copy_bytes_per_s: f64,
     mig_threads: f64,
     shootdown_ns: f64,
@@ -121,6 +125,11 @@ pub struct SimBackend {
     interval_applied: f64,
     pub records: Vec<Record>,
     last_eq: Equilibrium,
+    tenants: Vec<TenantSpec>,
+    /// `tenant_used[tenant][tier]`: pages of each tenant in each tier (for limits).
+    tenant_used: Vec<Vec<u64>>,
+    /// The controls in force (the last plan's).
+    controls: Controls,
 }
 
 impl SimBackend {
@@ -226,9 +235,9 @@ impl SimBackend {
             sample_carry: 0.0,
             pending_mig_read: vec![0.0; n],
             pending_mig_write: vec![0.0; n],
-            pending_mig_pages: 0.0,
+            pending_mig_ops: 0.0,
             last_quantum_ns: 10_000_000,
-            per_page_ns: m.migration.per_page_ns,
+            per_op_ns: m.migration.per_page_ns,
             copy_bytes_per_s: m.migration.copy_gbps * 1e9,
             mig_threads: m.migration.threads,
             shootdown_ns: m.migration.shootdown_ns,
@@ -239,7 +248,19 @@ impl SimBackend {
             interval_applied: 0.0,
             records: Vec::new(),
             last_eq: Equilibrium::default(),
+            tenants: Vec::new(),
+            tenant_used: Vec::new(),
+            controls: Controls::default(),
         };
+        b.tenants = vec![TenantSpec {
+            id: TenantId::FIRST,
+            name: b.workload.name(),
+            pages: PageRange {
+                start: 0,
+                len: b.placement.len() as u32,
+            },
+        }];
+        b.tenant_used = vec![b.used_pages.clone()];
         b.recompute_mass();
         Ok(b)
     }
@@ -276,6 +297,17 @@ impl SimBackend {
             }
         }
         self.placement = placement;
+        self.tenant_used = self
+            .tenants
+            .iter()
+            .map(|t| {
+                let mut u = vec![0u64; self.specs.len()];
+                for p in t.pages.pages() {
+                    u[self.placement[p as usize].index()] += 1;
+                }
+                u
+            })
+            .collect();
         self.used_pages = used;
         self.recompute_mass();
         Ok(())
@@ -516,6 +548,25 @@ impl Backend for SimBackend {
     fn tier_specs(&self) -> &[TierSpec] {
         &self.specs
     }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            backend: "simulator".into(),
+            trackers: vec![
+                (TrackerKind::Pebs, Provision::Native),
+                (TrackerKind::HintFault, Provision::Native),
+                (TrackerKind::AccessBit, Provision::Native),
+            ],
+            telemetry: vec![
+                (TelemetryKind::LoadedLatency, Provision::Native),
+                (TelemetryKind::FaultRate, Provision::Native),
+            ],
+            // Any naturally aligned power-of-two range of its page space, as one operation.
+            max_granularity_bytes: self.page_bytes << 31u32.min(self.placement.len().max(1).ilog2()),
+            max_tenants: self.tenants.len(),
+            tier_limits: true,
+            cpu_shares: false,
+        }
+    }
     fn install_tracker(&mut self, spec: &TrackerSpec) -> Result<()> {
         // A simulated access must not stand for more cache-line loads than one PEBS sample
         // period: otherwise one access yields several samples of the same page, clumping
@@ -544,10 +595,10 @@ impl Backend for SimBackend {
         let dt_s = dt as f64 / 1e9;
         let mig_read: Vec<f64> = self.pending_mig_read.iter().map(|b| b / dt_s).collect();
         let mig_write: Vec<f64> = self.pending_mig_write.iter().map(|b| b / dt_s).collect();
-        let stall = (self.pending_mig_pages * self.shootdown_ns / dt as f64).min(0.9);
+        let stall = (self.pending_mig_ops * self.shootdown_ns / dt as f64).min(0.9);
         self.pending_mig_read.iter_mut().for_each(|b| *b = 0.0);
         self.pending_mig_write.iter_mut().for_each(|b| *b = 0.0);
-        self.pending_mig_pages = 0.0;
+        self.pending_mig_ops = 0.0;
         self.last_quantum_ns = dt;
         let end = self.now_ns + dt;
         while self.now_ns < end {
@@ -571,6 +622,7 @@ impl Backend for SimBackend {
                 arrival_rate_per_s: rate,
                 read_bytes_per_s: q.rb[i] / q.dt_s,
                 write_bytes_per_s: q.wb[i] / q.dt_s,
+                faults_per_s: 0.0,
             };
         }
         self.quantum = q;
@@ -589,57 +641,85 @@ impl Backend for SimBackend {
             tiers: &self.telemetry,
             placement: &self.placement,
             events: &self.events,
+            tenants: &self.tenants,
+            controls: &self.controls,
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
+        self.controls = plan.controls.clone();
         let mut a = Applied::default();
         let page = self.page_bytes;
         let mut quota = quota_bytes.map(|q| (q as f64 * self.scale) as u64);
-        // The migration threads' time in the next quantum bounds how much they can move.
-        let per_page = self.per_page_ns + page as f64 / self.copy_bytes_per_s * 1e9;
-        let mut thread_pages =
-            (self.last_quantum_ns as f64 * self.mig_threads / per_page).floor() as u64;
+        // The migration threads' time in the next quantum bounds how much they can move:
+        // each move is one operation (fixed cost: fault, unmap, shootdown) plus its copy.
+        let mut thread_ns = self.last_quantum_ns as f64 * self.mig_threads;
         let probs = self.workload.probabilities();
+        let n_tiers = self.specs.len();
         for mv in &plan.moves {
-            for p in mv.range.pages() {
-                a.pages_tried += 1;
-                let Some(from) = self.placement.get(p as usize).copied() else {
-                    continue;
-                };
-                let to = mv.to;
-                if to.index() >= self.specs.len() {
-                    continue;
-                }
+            let pages = mv.range.len as u64;
+            a.pages_tried += pages;
+            let to = mv.to;
+            let t = mv.tenant.index();
+            if to.index() >= n_tiers
+                || t >= self.tenants.len()
+                || mv.range.end() as usize > self.placement.len()
+            {
+                a.moves_malformed += 1;
+                continue;
+            }
+            let range = mv.range.start as usize..mv.range.end() as usize;
+            let moving = self.placement[range.clone()]
+                .iter()
+                .filter(|&&f| f != to)
+                .count() as u64;
+            a.pages_already_there += pages - moving;
+            if moving == 0 {
+                continue;
+            }
+            let bytes = moving * page;
+            let op_ns = self.per_op_ns + bytes as f64 / self.copy_bytes_per_s * 1e9;
+            if quota.is_some_and(|q| q < bytes) || thread_ns < op_ns {
+                a.pages_over_quota += moving;
+                continue;
+            }
+            // A move lands whole or not at all: the tier and the tenant's limit on it
+            // must hold every page of it.
+            let limit_pages = self
+                .controls
+                .limit(mv.tenant, to)
+                .map_or(u64::MAX, |b| b / page);
+            if self.used_pages[to.index()] + moving > self.capacity_pages[to.index()]
+                || self.tenant_used[t][to.index()] + moving > limit_pages
+            {
+                a.pages_no_capacity += moving;
+                continue;
+            }
+            if let Some(q) = quota.as_mut() {
+                *q -= bytes;
+            }
+            thread_ns -= op_ns;
+            for p in range {
+                let from = self.placement[p];
                 if from == to {
-                    a.pages_already_there += 1;
                     continue;
                 }
-                if quota.is_some_and(|q| q < page) || thread_pages == 0 {
-                    a.pages_over_quota += 1;
-                    continue;
-                }
-                if self.used_pages[to.index()] >= self.capacity_pages[to.index()] {
-                    a.pages_no_capacity += 1;
-                    continue;
-                }
-                if let Some(q) = quota.as_mut() {
-                    *q -= page;
-                }
-                thread_pages -= 1;
-                self.placement[p as usize] = to;
+                self.placement[p] = to;
                 self.used_pages[from.index()] -= 1;
                 self.used_pages[to.index()] += 1;
+                self.tenant_used[t][from.index()] -= 1;
+                self.tenant_used[t][to.index()] += 1;
                 if let Some(pr) = probs {
-                    let w = pr[p as usize];
+                    let w = pr[p];
                     self.mass[from.index()] -= w;
                     self.mass[to.index()] += w;
                 }
                 self.pending_mig_read[from.index()] += page as f64;
                 self.pending_mig_write[to.index()] += page as f64;
-                self.pending_mig_pages += 1.0;
-                a.pages_applied += 1;
-                a.bytes_moved += page;
             }
+            self.pending_mig_ops += 1.0;
+            a.ops_applied += 1;
+            a.pages_applied += moving;
+            a.bytes_moved += bytes;
         }
         if self.exact && a.pages_applied > 0 {
             self.applies_since_recompute += 1;
