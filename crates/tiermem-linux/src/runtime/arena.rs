@@ -2,7 +2,7 @@
 //! page ranges, and the calls that change a range's mapping (munmap, MAP_FIXED over it,
 //! MADV_DONTNEED, mprotect/mlock pins, mremap).
 
-use super::page::{Page, Pin, K_ABSENT, K_COMPRESSED, K_HOLE, K_RESIDENT, K_STAGED, NO_TIER};
+use super::page::{Page, PageState, Pin, NO_TIER};
 use super::{lock, report, Runtime, State, MREMAP_DONTUNMAP};
 use crate::sys::{self, PAGE};
 
@@ -115,13 +115,7 @@ impl Runtime {
             return Err(e);
         }
         for i in start as usize..(start + n) as usize {
-            st.set(
-                i,
-                Page {
-                    kind: K_ABSENT,
-                    ..Page::default()
-                },
-            );
+            st.set(i, Page::new(PageState::Absent, 0));
         }
         Ok(())
     }
@@ -159,7 +153,7 @@ impl Runtime {
         }
         let mut run: Option<usize> = None;
         for i in s..e {
-            if st.pages[i].kind != K_HOLE {
+            if st.pages[i].state != PageState::Hole {
                 self.drop_data(st, i);
                 st.set(i, Page::default());
                 run.get_or_insert(i);
@@ -209,18 +203,11 @@ impl Runtime {
             self.idx(sys::page_up(a + len)).min(st.hwm as usize),
         );
         for i in s..e {
-            let k = st.pages[i].kind;
-            if k != K_HOLE && k != K_ABSENT {
+            let k = st.pages[i].state;
+            if k != PageState::Hole && k != PageState::Absent {
                 self.drop_data(&mut st, i);
                 let flags = st.pages[i].flags;
-                st.set(
-                    i,
-                    Page {
-                        kind: K_ABSENT,
-                        flags,
-                        ..Page::default()
-                    },
-                );
+                st.set(i, Page::new(PageState::Absent, flags));
             }
         }
         self.flush_hint_dirty(&mut st);
@@ -239,11 +226,11 @@ impl Runtime {
         let e =
             self.idx(sys::page_up(a.saturating_add(len)).min(self.arena + st.hwm as usize * PAGE));
         for i in s..e {
-            let k = st.pages[i].kind;
-            if k == K_STAGED || k == K_COMPRESSED {
+            let k = st.pages[i].state;
+            if matches!(k, PageState::Staged { .. } | PageState::Compressed { .. }) {
                 self.promote(st, i, None);
             }
-            if let (Some(why), true) = (pin, k != K_HOLE) {
+            if let (Some(why), true) = (pin, k != PageState::Hole) {
                 st.pages[i].flags |= why.flag();
             }
         }
@@ -289,7 +276,9 @@ impl Runtime {
         let s = self.idx(old);
         if old_n == 0
             || s + old_n > st.hwm as usize
-            || st.pages[s..s + old_n].iter().any(|p| p.kind == K_HOLE)
+            || st.pages[s..s + old_n]
+                .iter()
+                .any(|p| p.state == PageState::Hole)
         {
             return -(libc::EFAULT as isize);
         }
@@ -373,18 +362,18 @@ impl Runtime {
             st.pages[s + k] = Page::default();
             st.placement[s + k] = NO_TIER;
             st.mapped -= 1;
-            if src.kind == K_RESIDENT || src.kind == K_STAGED {
+            if src.state.in_dram() {
                 st.resident -= 1;
             }
-            if src.kind == K_STAGED {
-                st.hint_owner[src.handle as usize].0 = (dst + k) as u32;
+            if let PageState::Staged { slot } = src.state {
+                st.hint_owner[slot as usize].0 = (dst + k) as u32;
             }
-            if src.kind == K_COMPRESSED {
-                st.tiers[src.tier as usize - 1].pages -= 1;
+            if let PageState::Compressed { tier, .. } = src.state {
+                st.tiers[tier as usize - 1].pages -= 1;
             }
             st.set(dst + k, src);
-            if src.kind == K_COMPRESSED {
-                st.tiers[src.tier as usize - 1].pages += 1;
+            if let PageState::Compressed { tier, .. } = src.state {
+                st.tiers[tier as usize - 1].pages += 1;
             }
         }
         if new_n > keep_n {

@@ -2,7 +2,7 @@
 //! un-stage a hint-sampled page, decompress a tiered page), and waits for the manager to
 //! make room when DRAM is over budget.
 
-use super::page::{Page, F_INCOMPRESSIBLE, K_ABSENT, K_COMPRESSED, K_RESIDENT, K_STAGED};
+use super::page::{Page, PageState, F_INCOMPRESSIBLE};
 use super::{lock, report, Runtime, State};
 use crate::sys::{self, PAGE};
 use crate::uffd::{Msg, Op, UFFD_EVENT_PAGEFAULT, UFFD_PAGEFAULT_FLAG_WRITE};
@@ -144,17 +144,17 @@ impl Runtime {
             return;
         }
         let i = self.idx(a);
-        match st.pages[i].kind {
-            K_ABSENT => {
+        match st.pages[i].state {
+            PageState::Absent => {
                 // Zero-fill the run of absent pages in this 64 KiB block around the fault.
                 let b0 = i / FILL_CHUNK_PAGES * FILL_CHUNK_PAGES;
                 let b1 = (b0 + FILL_CHUNK_PAGES).min(st.hwm as usize);
                 let mut lo = i;
-                while lo > b0 && st.pages[lo - 1].kind == K_ABSENT {
+                while lo > b0 && st.pages[lo - 1].state == PageState::Absent {
                     lo -= 1;
                 }
                 let mut hi = i + 1;
-                while hi < b1 && st.pages[hi].kind == K_ABSENT {
+                while hi < b1 && st.pages[hi].state == PageState::Absent {
                     hi += 1;
                 }
                 let len = (hi - lo) * PAGE;
@@ -182,40 +182,26 @@ impl Runtime {
                 };
                 for j in lo..hi {
                     let f = st.pages[j].flags;
-                    st.set(
-                        j,
-                        Page {
-                            kind: K_RESIDENT,
-                            flags: f,
-                            ..Page::default()
-                        },
-                    );
+                    st.set(j, Page::new(PageState::Resident, f));
                 }
                 st.first_touch += 1;
                 st.events.push(HeatEvent::Accessed { page: i as u32 });
             }
-            K_RESIDENT => {
+            PageState::Resident => {
                 // A stale message (another thread's fault already served), or the kernel
                 // dropped the page (MADV_FREE reclaimed it): zero is right in both cases.
                 if self.uffd.zeropage(a, PAGE) != Op::Done {
                     self.uffd.wake(a, PAGE);
                 }
             }
-            K_STAGED => {
-                let slot = st.pages[i].handle as usize;
+            PageState::Staged { slot } => {
+                let slot = slot as usize;
                 let staged_at = st.hint_owner[slot].1;
                 match self.uffd.mv(a, self.hint_base + slot * PAGE, PAGE, true) {
                     Op::Done => {
                         Self::free_slot(st, slot as u32, false);
                         let f = st.pages[i].flags & !F_INCOMPRESSIBLE;
-                        st.set(
-                            i,
-                            Page {
-                                kind: K_RESIDENT,
-                                flags: f,
-                                ..Page::default()
-                            },
-                        );
+                        st.set(i, Page::new(PageState::Resident, f));
                         st.hint_faults += 1;
                         st.events.push(HeatEvent::HintFault {
                             page: i as u32,
@@ -228,8 +214,8 @@ impl Runtime {
                     }
                 }
             }
-            K_COMPRESSED => {
-                let tier = st.pages[i].tier as usize;
+            PageState::Compressed { tier, .. } => {
+                let tier = tier as usize;
                 if self.promote(st, i, Some(t0)) {
                     st.events.push(HeatEvent::TierFault { page: i as u32 });
                     let t = &mut st.tiers[tier - 1];
@@ -241,7 +227,7 @@ impl Runtime {
                     self.uffd.wake(a, PAGE);
                 }
             }
-            _ => {
+            PageState::Hole => {
                 self.uffd.wake(a, PAGE);
             }
         }
@@ -251,31 +237,25 @@ impl Runtime {
     pub(super) fn promote(&self, st: &mut State, i: usize, _t0: Option<u64>) -> bool {
         let a = self.addr(i);
         let p = st.pages[i];
-        match p.kind {
-            K_STAGED => {
-                let slot = p.handle as usize;
+        match p.state {
+            PageState::Staged { slot } => {
+                let slot = slot as usize;
                 let op = self.uffd.mv(a, self.hint_base + slot * PAGE, PAGE, true);
                 if op != Op::Done {
                     report(&format!("un-stage of {a:#x} failed: {op:?}"));
                     return false;
                 }
                 Self::free_slot(st, slot as u32, false);
-                st.set(
-                    i,
-                    Page {
-                        kind: K_RESIDENT,
-                        flags: p.flags,
-                        ..Page::default()
-                    },
-                );
+                st.set(i, Page::new(PageState::Resident, p.flags));
                 true
             }
-            K_COMPRESSED => {
-                let ti = p.tier as usize - 1;
+            PageState::Compressed { tier, handle } => {
+                let ti = tier as usize - 1;
+                let handle = handle.get();
                 let mut buf = std::mem::take(&mut st.pbuf);
                 let ok = {
                     let t = &st.tiers[ti];
-                    t.codec.decompress(t.pool.get(p.handle), &mut buf)
+                    t.codec.decompress(t.pool.get(handle), &mut buf)
                 };
                 if !ok {
                     report(&format!(
@@ -289,16 +269,12 @@ impl Runtime {
                 match op {
                     Op::Done => {
                         let t = &mut st.tiers[ti];
-                        t.pool.free(p.handle);
+                        t.pool.free(handle);
                         t.pages -= 1;
                         t.migr_out += 1;
                         st.set(
                             i,
-                            Page {
-                                kind: K_RESIDENT,
-                                flags: p.flags & !F_INCOMPRESSIBLE,
-                                ..Page::default()
-                            },
+                            Page::new(PageState::Resident, p.flags & !F_INCOMPRESSIBLE),
                         );
                         true
                     }
@@ -310,7 +286,7 @@ impl Runtime {
                     }
                 }
             }
-            _ => true,
+            PageState::Hole | PageState::Absent | PageState::Resident => true,
         }
     }
 

@@ -1,7 +1,7 @@
 //! The runtime inside the program: one arena of managed regions on one userfaultfd, the
 //! page-state table, the fault thread, eviction/promotion, and the hint-fault sampler.
 //!
-//! Page states (one per 4 KiB page of the arena):
+//! Page states (`PageState`, one per 4 KiB page of the arena):
 //!
 //! ```text
 //!   HOLE        not handed out (PROT_NONE reservation); the kernel never faults to us
@@ -20,7 +20,7 @@
 //!
 //! ```text
 //!   mod.rs      Runtime, State, init, the state lock, stats, thread start
-//!   page.rs     per-page state (Page, flags, Pin) and State::set
+//!   page.rs     per-page state (Page, PageState, flags, Pin) and State::set
 //!   arena.rs    region reservation and the free map; release, untier, dontneed, remap
 //!   fault.rs    the fault thread: serve, promote, make_room
 //!   mover.rs    page moves between tiers: move_page, evict, end_batch (MoveResult)
@@ -38,7 +38,7 @@ mod sampler;
 mod thrash;
 
 pub use mover::MoveResult;
-pub use page::{Page, Pin, NO_TIER};
+pub use page::{Page, PageState, Pin, PoolHandle, NO_TIER};
 pub use thrash::{Thrash, THRASH_SHARE, THRASH_WINDOW_NS};
 
 use crate::codec::Codec;

@@ -1,18 +1,29 @@
-//! Page moves between DRAM and the compressed tiers: the manager's interface to the pages
-//! (`move_page`, `evict`, `end_batch`, each answering a `MoveResult`).
+//! Page moves between DRAM and the compressed tiers: the manager's interface to the pages.
+//!
+//! The interface (what `backend.rs` calls, and what another mover, e.g. one that moves
+//! pages between NUMA nodes with move_pages(2), would offer beside this one):
+//!
+//! ```text
+//!   evict(i, to, slot, out)       page i to lower tier `to` (>= 1), through staging slot
+//!                                 `slot` of the current batch; takes the state lock itself
+//!   move_page(st, i, to, slot)    every other move (to DRAM, tier to tier), under the lock
+//!   end_batch(st)                 after each batch of at most EVICT_BATCH pages
+//! ```
+//!
+//! Each answers a `MoveResult`. This mover keeps evicted pages compressed in pools.
 
-use super::page::{Page, F_INCOMPRESSIBLE, F_PINNED, K_ABSENT, K_COMPRESSED, K_RESIDENT, K_STAGED};
-use super::{lock, report, Runtime, State, HINT_SLOTS};
+use super::page::{Page, PageState, PoolHandle, F_INCOMPRESSIBLE, F_PINNED};
+use super::{lock, report, Runtime, State, EVICT_BATCH, HINT_SLOTS};
 use crate::sys::{self, PAGE};
 use crate::uffd::Op;
 
-/// Eviction batch: pages moved to the eviction staging area before one DONTNEED frees them.
-pub const EVICT_BATCH: usize = 32;
-
 impl Runtime {
-    /// Move page `i` to `to` (0 = DRAM, k = compressed tier k). `slot` is the eviction
-    /// staging slot to use. Returns (applied, already_there, no_capacity).
-    pub fn move_page(&self, st: &mut State, i: usize, to: u8, slot: usize) -> MoveResult {
+    /// Move page `i` to `to` (0 = DRAM, k = compressed tier k) when that needs no
+    /// eviction: promotion to DRAM, or tier to tier. A page in DRAM is never evicted here
+    /// (`evict` does that, and hands over only the pages it refuses to stage: pinned ones,
+    /// or any while frozen, which are refused below before the state is looked at): the
+    /// request is refused.
+    pub fn move_page(&self, st: &mut State, i: usize, to: u8, _slot: usize) -> MoveResult {
         if i >= st.hwm as usize {
             return MoveResult::Refused;
         }
@@ -20,20 +31,22 @@ impl Runtime {
         if p.flags & F_PINNED != 0 || st.frozen {
             return MoveResult::Refused;
         }
-        match (p.kind, to) {
-            (K_RESIDENT, 0) | (K_STAGED, 0) => MoveResult::AlreadyThere,
-            (K_COMPRESSED, t) if t == p.tier => MoveResult::AlreadyThere,
-            (K_COMPRESSED, 0) => {
+        match (p.state, to) {
+            (PageState::Resident | PageState::Staged { .. }, 0) => MoveResult::AlreadyThere,
+            // Eviction is `evict`'s (see above).
+            (PageState::Resident | PageState::Staged { .. }, _) => MoveResult::Refused,
+            (PageState::Compressed { tier, .. }, t) if t == tier => MoveResult::AlreadyThere,
+            (PageState::Compressed { .. }, 0) => {
                 if self.promote(st, i, None) {
                     MoveResult::Applied
                 } else {
                     MoveResult::Refused
                 }
             }
-            (K_COMPRESSED, t) if (t as usize) <= st.tiers.len() => {
+            (PageState::Compressed { tier, handle }, t) if (t as usize) <= st.tiers.len() => {
                 // Tier to tier: decompress into a private buffer, recompress; the program's
                 // address space is not involved.
-                let (from, h) = (p.tier as usize - 1, p.handle);
+                let (from, h) = (tier as usize - 1, handle.get());
                 let mut buf = std::mem::take(&mut st.pbuf);
                 let ok = st.tiers[from]
                     .codec
@@ -51,101 +64,19 @@ impl Runtime {
                         f.pages -= 1;
                         f.migr_out += 1;
                         st.tiers[t as usize - 1].pages += 1;
-                        st.set(
-                            i,
-                            Page {
-                                kind: K_COMPRESSED,
-                                tier: t,
-                                flags: p.flags,
-                                handle: nh,
-                            },
-                        );
+                        let state = PageState::Compressed {
+                            tier: t,
+                            handle: PoolHandle::new(nh),
+                        };
+                        st.set(i, Page::new(state, p.flags));
                         MoveResult::Applied
                     }
                     None => MoveResult::NoCapacity,
                 }
             }
-            (K_RESIDENT, t) | (K_STAGED, t) if t >= 1 && (t as usize) <= st.tiers.len() => {
-                if p.flags & F_INCOMPRESSIBLE != 0 {
-                    return MoveResult::NoCapacity;
-                }
-                let a = self.addr(i);
-                let src = if p.kind == K_STAGED {
-                    self.hint_base + p.handle as usize * PAGE
-                } else {
-                    let s = self.evict_base + slot * PAGE;
-                    match self.uffd.mv(s, a, PAGE, false) {
-                        Op::Done => s,
-                        Op::NoEnt => {
-                            // No PTE: the kernel dropped it (zero semantics).
-                            st.set(
-                                i,
-                                Page {
-                                    kind: K_ABSENT,
-                                    flags: p.flags,
-                                    ..Page::default()
-                                },
-                            );
-                            return MoveResult::Applied;
-                        }
-                        Op::Busy => {
-                            st.evict_busy += 1;
-                            return MoveResult::Refused;
-                        }
-                        other => {
-                            report(&format!("evict move of {a:#x} failed: {other:?}"));
-                            unsafe { sys::madvise(s, PAGE, libc::MADV_DONTNEED) };
-                            return MoveResult::Refused;
-                        }
-                    }
-                };
-                // The page is out of the program's address space: read it at leisure.
-                let data = unsafe { std::slice::from_raw_parts(src as *const u8, PAGE) };
-                if is_zero(data) {
-                    self.release_src(st, &p, src);
-                    st.set(
-                        i,
-                        Page {
-                            kind: K_ABSENT,
-                            flags: p.flags,
-                            ..Page::default()
-                        },
-                    );
-                    return MoveResult::Applied;
-                }
-                let ti = t as usize - 1;
-                match self.store(st, data, ti) {
-                    Some(h) => {
-                        self.release_src(st, &p, src);
-                        let tt = &mut st.tiers[ti];
-                        tt.pages += 1;
-                        tt.migr_in += 1;
-                        st.set(
-                            i,
-                            Page {
-                                kind: K_COMPRESSED,
-                                tier: t,
-                                flags: p.flags,
-                                handle: h,
-                            },
-                        );
-                        MoveResult::Applied
-                    }
-                    None => {
-                        st.tiers[ti].rejected += 1;
-                        // Put it back where it was.
-                        if p.kind == K_RESIDENT {
-                            let op = self.uffd.mv(a, src, PAGE, true);
-                            if op != Op::Done {
-                                report(&format!("restore of incompressible {a:#x} failed: {op:?}"));
-                            }
-                        }
-                        st.pages[i].flags |= F_INCOMPRESSIBLE;
-                        MoveResult::NoCapacity
-                    }
-                }
+            (PageState::Compressed { .. } | PageState::Hole | PageState::Absent, _) => {
+                MoveResult::Refused
             }
-            _ => MoveResult::Refused,
         }
     }
 
@@ -170,40 +101,25 @@ impl Runtime {
                 return self.move_page(&mut st, i, to, slot);
             }
             let p = st.pages[i];
-            if p.kind != K_RESIDENT && p.kind != K_STAGED || p.flags & F_PINNED != 0 || st.frozen {
+            if !p.state.in_dram() || p.flags & F_PINNED != 0 || st.frozen {
                 return self.move_page(&mut st, i, to, slot);
             }
             if p.flags & F_INCOMPRESSIBLE != 0 {
                 return MoveResult::NoCapacity;
             }
-            let hs = if p.kind == K_STAGED {
-                p.handle as usize
+            let hs = if let PageState::Staged { slot } = p.state {
+                slot as usize
             } else {
                 let es = HINT_SLOTS + slot;
                 let s = self.hint_base + es * PAGE;
                 match self.uffd.mv(s, self.addr(i), PAGE, false) {
                     Op::Done => {
                         st.hint_owner[es] = (i as u32, sys::now_ns());
-                        st.set(
-                            i,
-                            Page {
-                                kind: K_STAGED,
-                                flags: p.flags,
-                                tier: 0,
-                                handle: es as u64,
-                            },
-                        );
+                        st.set(i, Page::new(PageState::Staged { slot: es as u32 }, p.flags));
                         es
                     }
                     Op::NoEnt => {
-                        st.set(
-                            i,
-                            Page {
-                                kind: K_ABSENT,
-                                flags: p.flags,
-                                ..Page::default()
-                            },
-                        );
+                        st.set(i, Page::new(PageState::Absent, p.flags));
                         return MoveResult::Applied;
                     }
                     Op::Busy => {
@@ -221,7 +137,7 @@ impl Runtime {
                 }
             };
             let t = &st.tiers[to as usize - 1];
-            (hs, t.codec, t.max_bytes, p.kind == K_RESIDENT)
+            (hs, t.codec, t.max_bytes, p.state == PageState::Resident)
         };
         let data =
             unsafe { std::slice::from_raw_parts((self.hint_base + hs * PAGE) as *const u8, PAGE) };
@@ -234,7 +150,7 @@ impl Runtime {
         } else {
             Page::default()
         };
-        if p.kind != K_STAGED || p.handle != hs as u64 {
+        if p.state != (PageState::Staged { slot: hs as u32 }) {
             // Moved back home (or unmapped, or brought home for a fork) meanwhile.
             if hs < HINT_SLOTS {
                 st.hint_dirty.push(hs as u32); // our read may have left a zero page there
@@ -244,14 +160,7 @@ impl Runtime {
         let ti = to as usize - 1;
         if zero {
             Self::free_slot(&mut st, hs as u32, true);
-            st.set(
-                j,
-                Page {
-                    kind: K_ABSENT,
-                    flags: p.flags,
-                    ..Page::default()
-                },
-            );
+            st.set(j, Page::new(PageState::Absent, p.flags));
             return MoveResult::Applied;
         }
         match if packed {
@@ -264,15 +173,11 @@ impl Runtime {
                 let t = &mut st.tiers[ti];
                 t.pages += 1;
                 t.migr_in += 1;
-                st.set(
-                    j,
-                    Page {
-                        kind: K_COMPRESSED,
-                        tier: to,
-                        flags: p.flags,
-                        handle: h,
-                    },
-                );
+                let state = PageState::Compressed {
+                    tier: to,
+                    handle: PoolHandle::new(h),
+                };
+                st.set(j, Page::new(state, p.flags));
                 MoveResult::Applied
             }
             None => {
@@ -283,14 +188,6 @@ impl Runtime {
                 st.pages[j].flags |= F_INCOMPRESSIBLE;
                 MoveResult::NoCapacity
             }
-        }
-    }
-
-    fn release_src(&self, st: &mut State, p: &Page, src: usize) {
-        if p.kind == K_STAGED {
-            Self::free_slot(st, p.handle as u32, true);
-        } else {
-            let _ = src; // eviction slots are released in one DONTNEED per batch
         }
     }
 

@@ -1,7 +1,7 @@
 //! Hint-fault sampling: resident pages are moved to hint staging slots; the next access
 //! faults and reports how long the page went untouched. Also the staging slots' bookkeeping.
 
-use super::page::{Page, F_PINNED, K_ABSENT, K_RESIDENT, K_STAGED};
+use super::page::{Page, PageState, F_PINNED};
 use super::{lock, Runtime, State, EVICT_BATCH, HINT_SLOTS};
 use crate::sys::{self, PAGE};
 use crate::uffd::Op;
@@ -41,8 +41,7 @@ impl Runtime {
             if t != 0 && now - t > STAGE_MAX_NS {
                 let pi = pi as usize;
                 if pi < st.hwm as usize
-                    && st.pages[pi].kind == K_STAGED
-                    && st.pages[pi].handle as usize == slot
+                    && st.pages[pi].state == (PageState::Staged { slot: slot as u32 })
                 {
                     self.promote(&mut st, pi, None);
                 }
@@ -60,7 +59,7 @@ impl Runtime {
         let mut i = st.scan_cursor as usize % hwm;
         while done < n && seen < hwm && !st.hint_free.is_empty() {
             let p = st.pages[i];
-            if p.kind == K_RESIDENT && p.flags & F_PINNED == 0 {
+            if p.state == PageState::Resident && p.flags & F_PINNED == 0 {
                 let slot = *st.hint_free.last().unwrap() as usize;
                 match self
                     .uffd
@@ -71,24 +70,12 @@ impl Runtime {
                         st.hint_owner[slot] = (i as u32, now);
                         st.set(
                             i,
-                            Page {
-                                kind: K_STAGED,
-                                flags: p.flags,
-                                tier: 0,
-                                handle: slot as u64,
-                            },
+                            Page::new(PageState::Staged { slot: slot as u32 }, p.flags),
                         );
                         st.hint_sampled += 1;
                         done += 1;
                     }
-                    Op::NoEnt => st.set(
-                        i,
-                        Page {
-                            kind: K_ABSENT,
-                            flags: p.flags,
-                            ..Page::default()
-                        },
-                    ),
+                    Op::NoEnt => st.set(i, Page::new(PageState::Absent, p.flags)),
                     _ => {}
                 }
             }
