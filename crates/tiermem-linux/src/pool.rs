@@ -196,6 +196,8 @@ impl Pool {
             h & ((1 << 40) - 1),
         );
         let a = self.addr(ci, slot);
+        // SAFETY: the handle's slot lies in a live chunk of this pool (never unmapped before the
+        // pool is dropped) and holds `len` stored bytes.
         unsafe { std::slice::from_raw_parts(a as *const u8, len) }
     }
 
@@ -222,6 +224,7 @@ impl Pool {
 impl Drop for Pool {
     fn drop(&mut self) {
         for &c in &self.chunks {
+            // SAFETY: unmaps the pool's own chunks once, when no handle can be used any more.
             unsafe { sys::munmap(c, CHUNK_BYTES) };
         }
     }

@@ -96,6 +96,8 @@ impl Runtime {
     pub(super) fn map_pages(&self, st: &mut State, start: u32, n: u32) -> std::io::Result<()> {
         let a = self.addr(start as usize);
         let len = n as usize * PAGE;
+        // SAFETY: MAP_FIXED over pages [start, start+n) of our own arena reservation, which the
+        // caller took from the free map (no one else's memory there).
         let r = unsafe {
             sys::mmap(
                 a,
@@ -109,6 +111,7 @@ impl Runtime {
         if r < 0 {
             return Err(std::io::Error::last_os_error());
         }
+        // SAFETY: an advice on the range just mapped; no memory is freed.
         unsafe { sys::madvise(a, len, libc::MADV_NOHUGEPAGE) };
         if let Err(e) = self.uffd.register(a, len) {
             self.reserve(a, len);
@@ -122,6 +125,8 @@ impl Runtime {
 
     /// Put a PROT_NONE reservation back over [a, a+len) (drops pages and registration).
     pub(super) fn reserve(&self, a: usize, len: usize) {
+        // SAFETY: MAP_FIXED PROT_NONE over a range of our own arena that the caller is giving up
+        // (its pages are dropped on purpose).
         unsafe {
             sys::mmap(
                 a,
@@ -211,6 +216,8 @@ impl Runtime {
             }
         }
         self.flush_hint_dirty(&mut st);
+        // SAFETY: the program's own madvise on its managed range, whose page states were updated
+        // above under the lock.
         unsafe { sys::madvise(a, len, advice) }
     }
 

@@ -38,6 +38,7 @@ pub(super) fn lock_spin(rt: &Runtime) -> MutexGuard<'_, State> {
                 }
                 // The holder may have been preempted on this CPU (2 CPUs, 3+ threads):
                 // let it run rather than spin against it.
+                // SAFETY: sched_yield has no memory effects.
                 unsafe { libc::sched_yield() };
             }
         }
@@ -55,6 +56,7 @@ impl Runtime {
         let mut spin_ns = SPIN_NS;
         let mut last_served = 0u64;
         while !self.stop.load(Ordering::Relaxed) {
+            // SAFETY: `pfd` is a local pollfd of our userfaultfd.
             let r = unsafe { libc::poll(&mut pfd, 1, 200) };
             if r <= 0 {
                 continue;
@@ -292,6 +294,8 @@ impl Runtime {
 
     pub(super) fn flush_hint_dirty(&self, st: &mut State) {
         for slot in st.hint_dirty.drain(..) {
+            // SAFETY: drops the page of a hint slot of our staging mapping, whose owner has already
+            // moved on (the slot is dirty).
             unsafe {
                 sys::madvise(
                     self.hint_base + slot as usize * PAGE,

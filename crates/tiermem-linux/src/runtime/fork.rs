@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 /// Run `f` with every signal blocked (a program's handler must not run while this thread
 /// holds the state lock).
 fn signals_blocked<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: the sigsets are locals, and the old mask is restored before returning.
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();

@@ -187,6 +187,8 @@ impl Runtime {
         }
         let uffd = Uffd::open()?;
         let arena_bytes = (cfg.arena_bytes() as usize).min(16 << 40) & !(PAGE - 1);
+        // SAFETY: a fresh PROT_NONE reservation at an address the kernel picks; no existing memory
+        // is touched.
         let arena = unsafe {
             sys::mmap(
                 0,
@@ -203,6 +205,7 @@ impl Runtime {
         let arena = arena as usize;
         let staging_bytes = (HINT_SLOTS + EVICT_BATCH) * PAGE;
         let staging = sys::map_anon(staging_bytes)?;
+        // SAFETY: an advice on the staging mapping just created; no memory is freed.
         unsafe { sys::madvise(staging, staging_bytes, libc::MADV_NOHUGEPAGE) };
         uffd.register(staging, staging_bytes)?;
         let tiers = cfg
@@ -278,6 +281,8 @@ impl Runtime {
         if RUNTIME.set(rt).is_err() {
             return Ok(RUNTIME.get().unwrap());
         }
+        // SAFETY: the handlers are `extern "C"` fns of this module, valid for the life of the
+        // process.
         unsafe {
             libc::pthread_atfork(
                 Some(fork::atfork_prepare),
@@ -402,6 +407,7 @@ fn process_anon_bytes() -> u64 {
 pub fn report(msg: &str) {
     let _g = crate::InternalGuard::new();
     let line = format!("tiermem[{}]: {msg}\n", std::process::id());
+    // SAFETY: `line` is a live buffer of `line.len()` bytes.
     unsafe { libc::write(2, line.as_ptr() as *const libc::c_void, line.len()) };
 }
 
@@ -421,11 +427,15 @@ fn spawn_internal(
     extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
         let _g = crate::InternalGuard::new();
         crate::mark_runtime_thread();
+        // SAFETY: `arg` is the Box leaked by `spawn_internal` for this thread only, taken back
+        // exactly once.
         let s = unsafe { Box::from_raw(arg as *mut Start) };
         (s.f)(s.rt);
         std::ptr::null_mut()
     }
     let arg = Box::into_raw(Box::new(Start { rt, f })) as *mut libc::c_void;
+    // SAFETY: the sigsets and attr are locals initialised before use; `arg` is freed here only if
+    // the thread was not created.
     unsafe {
         // The program's signal handlers must never run on our threads (a handler touching
         // managed memory on the fault thread would deadlock it): the new thread starts with

@@ -131,6 +131,7 @@ impl Runtime {
                             "evict move of {:#x} failed: {other:?}",
                             self.addr(i)
                         ));
+                        // SAFETY: drops whatever the failed move left in our own eviction slot `s`.
                         unsafe { sys::madvise(s, PAGE, libc::MADV_DONTNEED) };
                         return MoveResult::Refused;
                     }
@@ -140,6 +141,8 @@ impl Runtime {
             (hs, t.codec, t.max_bytes, p.state == PageState::Resident)
         };
         let data =
+            // SAFETY: slot `hs` of our staging mapping holds this page (moved there under the
+            // lock); it is only read, and a racing move back leaves a zero page (see above).
             unsafe { std::slice::from_raw_parts((self.hint_base + hs * PAGE) as *const u8, PAGE) };
         let zero = is_zero(data);
         let packed = !zero && codec.compress(data, out, max).is_some();
@@ -204,6 +207,8 @@ impl Runtime {
 
     /// Release the eviction staging slots (one system call per batch).
     pub fn end_batch(&self, st: &mut State) {
+        // SAFETY: drops the batch's eviction slots of our staging mapping; every page there was
+        // stored or moved back.
         unsafe { sys::madvise(self.evict_base, EVICT_BATCH * PAGE, libc::MADV_DONTNEED) };
         self.flush_hint_dirty(st);
     }
@@ -218,6 +223,7 @@ pub enum MoveResult {
 }
 
 fn is_zero(d: &[u8]) -> bool {
+    // SAFETY: every bit pattern is a valid u64; align_to only splits the slice.
     let (pre, mid, post) = unsafe { d.align_to::<u64>() };
     pre.iter().all(|&b| b == 0) && mid.iter().all(|&w| w == 0) && post.iter().all(|&b| b == 0)
 }

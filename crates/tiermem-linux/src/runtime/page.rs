@@ -147,7 +147,14 @@ mod tests {
 
     #[test]
     fn pool_handle_round_trips() {
-        for h in [0, 1, u32::MAX as u64, 1 << 32, 0x1234_5678_9abc_def0, u64::MAX] {
+        for h in [
+            0,
+            1,
+            u32::MAX as u64,
+            1 << 32,
+            0x1234_5678_9abc_def0,
+            u64::MAX,
+        ] {
             assert_eq!(PoolHandle::new(h).get(), h);
         }
     }
