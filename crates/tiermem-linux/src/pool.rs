@@ -202,11 +202,7 @@ impl Pool {
     }
 
     pub fn free(&mut self, h: Handle) {
-        let (ci, len, slot) = (
-            (h >> 56) as usize,
-            ((h >> 40) & 0xFFFF) as u64,
-            h & ((1 << 40) - 1),
-        );
+        let (ci, len, slot) = ((h >> 56) as usize, (h >> 40) & 0xFFFF, h & ((1 << 40) - 1));
         self.stored_bytes -= len;
         self.objects -= 1;
         let c = &mut self.classes[ci];

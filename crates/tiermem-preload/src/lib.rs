@@ -219,7 +219,7 @@ extern "C" fn init() {
     // jemalloc or tcmalloc gets its memory through mmap, which we see anyway).
     // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name only looks a symbol up.
     let next = unsafe { libc::dlsym(libc::RTLD_NEXT, c"malloc".as_ptr()) };
-    let glibc = next.is_null() || next as usize == __libc_malloc as *const () as usize;
+    let glibc = next.is_null() || std::ptr::eq(next as *const (), __libc_malloc as *const ());
     match Runtime::init(cfg) {
         Ok(_) => {
             MIN_REGION.store(min, Ordering::SeqCst);

@@ -306,7 +306,7 @@ fn main() {
             next_fork += fork_every;
             forks_done += 1;
             let _w = sh.world.write().unwrap();
-            fork_check(&sh, forks_done as u64);
+            fork_check(&sh, forks_done);
         }
         // mremap: grow (possibly moving) then shrink back.
         {

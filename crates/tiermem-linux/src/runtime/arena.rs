@@ -139,9 +139,6 @@ impl Runtime {
         };
     }
 
-    /// Give a staging slot back. Hint slots return to the free list (`dirty`: its page is
-    /// still there and must be dropped before reuse); eviction slots (>= HINT_SLOTS) belong
-
     /// munmap(2) of a managed range: every page becomes a hole, its data dropped.
     pub fn release(&self, a: usize, len: usize) -> i32 {
         let mut st = lock(self);
