@@ -995,24 +995,31 @@ mod tests {
     use super::*;
 
     /// An unresolved slot (0) falls back to glibc's entry point, like `next_malloc`; these
-    /// used to call themselves forever (a stack overflow when dlsym allocates in `resolve`).
+    /// used to call themselves forever (a stack overflow when dlsym allocates in `resolve`;
+    /// an endless loop once optimised), so the calls run on a thread with a deadline.
     #[test]
     fn unresolved_next_allocator_falls_back_to_glibc() {
-        // SAFETY: plain allocation calls on glibc's allocator; every block is checked
-        // before use, read within its size, and freed once with glibc's free.
-        unsafe {
-            let p = calloc_via(0, 100, 8) as *mut u8;
-            assert!(!p.is_null());
-            assert!(std::slice::from_raw_parts(p, 800).iter().all(|&b| b == 0));
-            std::ptr::write_bytes(p, 7, 800);
-            let q = realloc_via(0, p as *mut c_void, 4000) as *mut u8;
-            assert!(!q.is_null());
-            assert!(std::slice::from_raw_parts(q, 800).iter().all(|&b| b == 7));
-            __libc_free(q as *mut c_void);
-            let a = memalign_via(0, 4096, 100);
-            assert!(!a.is_null());
-            assert_eq!(a as usize % 4096, 0);
-            __libc_free(a);
-        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // SAFETY: plain allocation calls on glibc's allocator; every block is checked
+            // before use, read within its size, and freed once with glibc's free.
+            unsafe {
+                let p = calloc_via(0, 100, 8) as *mut u8;
+                assert!(!p.is_null());
+                assert!(std::slice::from_raw_parts(p, 800).iter().all(|&b| b == 0));
+                std::ptr::write_bytes(p, 7, 800);
+                let q = realloc_via(0, p as *mut c_void, 4000) as *mut u8;
+                assert!(!q.is_null());
+                assert!(std::slice::from_raw_parts(q, 800).iter().all(|&b| b == 7));
+                __libc_free(q as *mut c_void);
+                let a = memalign_via(0, 4096, 100);
+                assert!(!a.is_null());
+                assert_eq!(a as usize % 4096, 0);
+                __libc_free(a);
+            }
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the fallback did not return (or failed its checks)");
     }
 }
