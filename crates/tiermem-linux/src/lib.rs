@@ -6,7 +6,7 @@
 //!   PROGRAM + libtiermem_preload.so   (crates/tiermem-preload: mmap/munmap/mremap/madvise/
 //!        |                             mprotect/mlock + malloc family for large sizes)
 //!        v
-//!   Runtime (runtime.rs)  one arena of managed regions registered with one userfaultfd
+//!   Runtime (runtime/)    one arena of managed regions registered with one userfaultfd
 //!     fault thread        MISSING faults: zero-fill, un-stage (hint fault), decompress
 //!     manager thread      Engine<BudgetPolicy> over RuntimeBackend (backend.rs):
 //!                         hint-fault sampler -> HeatEvents -> policy -> apply (evict)

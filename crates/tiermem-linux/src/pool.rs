@@ -196,15 +196,13 @@ impl Pool {
             h & ((1 << 40) - 1),
         );
         let a = self.addr(ci, slot);
+        // SAFETY: the handle's slot lies in a live chunk of this pool (never unmapped before the
+        // pool is dropped) and holds `len` stored bytes.
         unsafe { std::slice::from_raw_parts(a as *const u8, len) }
     }
 
     pub fn free(&mut self, h: Handle) {
-        let (ci, len, slot) = (
-            (h >> 56) as usize,
-            ((h >> 40) & 0xFFFF) as u64,
-            h & ((1 << 40) - 1),
-        );
+        let (ci, len, slot) = ((h >> 56) as usize, (h >> 40) & 0xFFFF, h & ((1 << 40) - 1));
         self.stored_bytes -= len;
         self.objects -= 1;
         let c = &mut self.classes[ci];
@@ -222,6 +220,7 @@ impl Pool {
 impl Drop for Pool {
     fn drop(&mut self) {
         for &c in &self.chunks {
+            // SAFETY: unmaps the pool's own chunks once, when no handle can be used any more.
             unsafe { sys::munmap(c, CHUNK_BYTES) };
         }
     }

@@ -13,6 +13,7 @@ pub fn errno() -> i32 {
 /// # Safety
 /// Same contract as mmap(2).
 pub unsafe fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> isize {
+    // SAFETY: the caller upholds mmap(2)'s contract (this fn's # Safety).
     unsafe {
         libc::syscall(
             libc::SYS_mmap,
@@ -28,6 +29,8 @@ pub unsafe fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off:
 
 /// Anonymous private read/write memory straight from the kernel.
 pub fn map_anon(len: usize) -> io::Result<usize> {
+    // SAFETY: a new anonymous mapping at an address the kernel picks; no existing memory is
+    // touched.
     let r = unsafe {
         mmap(
             0,
@@ -48,12 +51,14 @@ pub fn map_anon(len: usize) -> io::Result<usize> {
 /// # Safety
 /// Same contract as munmap(2).
 pub unsafe fn munmap(addr: usize, len: usize) -> i32 {
+    // SAFETY: the caller upholds munmap(2)'s contract (this fn's # Safety).
     unsafe { libc::syscall(libc::SYS_munmap, addr, len) as i32 }
 }
 
 /// # Safety
 /// Same contract as madvise(2).
 pub unsafe fn madvise(addr: usize, len: usize, advice: i32) -> i32 {
+    // SAFETY: the caller upholds madvise(2)'s contract (this fn's # Safety).
     unsafe { libc::syscall(libc::SYS_madvise, addr, len, advice as i64) as i32 }
 }
 
@@ -66,6 +71,7 @@ pub unsafe fn mremap(
     flags: i32,
     new_addr: usize,
 ) -> isize {
+    // SAFETY: the caller upholds mremap(2)'s contract (this fn's # Safety).
     unsafe {
         libc::syscall(
             libc::SYS_mremap,
@@ -81,6 +87,7 @@ pub unsafe fn mremap(
 /// # Safety
 /// Same contract as mprotect(2).
 pub unsafe fn mprotect(addr: usize, len: usize, prot: i32) -> i32 {
+    // SAFETY: the caller upholds mprotect(2)'s contract (this fn's # Safety).
     unsafe { libc::syscall(libc::SYS_mprotect, addr, len, prot as i64) as i32 }
 }
 
@@ -89,6 +96,7 @@ pub fn now_ns() -> u64 {
         tv_sec: 0,
         tv_nsec: 0,
     };
+    // SAFETY: `ts` is a local timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -125,6 +133,7 @@ pub fn futex_wake(word: &std::sync::atomic::AtomicU32) {
 }
 
 pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and no memory effects.
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 

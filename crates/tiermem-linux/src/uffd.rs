@@ -128,6 +128,7 @@ fn op_result(r: i64) -> Op {
 impl Uffd {
     /// Create a userfaultfd (kernel faults included: read(2) into an evicted page must work).
     pub fn open() -> io::Result<Uffd> {
+        // SAFETY: userfaultfd(2) only creates a descriptor.
         let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK) }
             as i32;
         if fd < 0 {
@@ -138,9 +139,11 @@ impl Uffd {
             features: UFFD_FEATURE_MOVE,
             ioctls: 0,
         };
+        // SAFETY: `api` is a local uffdio_api, as UFFDIO_API expects.
         let r = unsafe { libc::ioctl(fd, UFFDIO_API as _, &mut api) };
         if r != 0 {
             let e = io::Error::last_os_error();
+            // SAFETY: closes the descriptor opened above, owned by no one else.
             unsafe { libc::close(fd) };
             return Err(e);
         }
@@ -156,6 +159,7 @@ impl Uffd {
             mode: UFFDIO_REGISTER_MODE_MISSING,
             ioctls: 0,
         };
+        // SAFETY: `reg` is a local uffdio_register, as UFFDIO_REGISTER expects.
         let r = unsafe { libc::ioctl(self.fd, UFFDIO_REGISTER as _, &mut reg) };
         if r != 0 {
             return Err(io::Error::last_os_error());
@@ -168,6 +172,7 @@ impl Uffd {
             start: start as u64,
             len: len as u64,
         };
+        // SAFETY: `rg` is a local uffdio_range, as UFFDIO_UNREGISTER expects.
         op_result(unsafe { libc::ioctl(self.fd, UFFDIO_UNREGISTER as _, &mut rg) } as i64)
     }
 
@@ -176,6 +181,7 @@ impl Uffd {
             start: start as u64,
             len: len as u64,
         };
+        // SAFETY: `rg` is a local uffdio_range, as UFFDIO_WAKE expects.
         op_result(unsafe { libc::ioctl(self.fd, UFFDIO_WAKE as _, &mut rg) } as i64)
     }
 
@@ -189,6 +195,8 @@ impl Uffd {
             copy: 0,
         };
         for _ in 0..10_000 {
+            // SAFETY: `c` is a local uffdio_copy; the kernel reads `len` bytes at `src`, which the
+            // caller provides.
             let r = unsafe { libc::ioctl(self.fd, UFFDIO_COPY as _, &mut c) } as i64;
             if r != 0 && crate::sys::errno() == libc::EAGAIN {
                 continue;
@@ -209,6 +217,7 @@ impl Uffd {
             zeropage: 0,
         };
         for _ in 0..10_000 {
+            // SAFETY: `z` is a local uffdio_zeropage, as UFFDIO_ZEROPAGE expects.
             let r = unsafe { libc::ioctl(self.fd, UFFDIO_ZEROPAGE as _, &mut z) } as i64;
             if r != 0 && crate::sys::errno() == libc::EAGAIN {
                 continue;
@@ -229,6 +238,8 @@ impl Uffd {
             moved: 0,
         };
         for _ in 0..10_000 {
+            // SAFETY: `m` is a local uffdio_move; the kernel checks both ranges (they must be
+            // registered or ours).
             let r = unsafe { libc::ioctl(self.fd, UFFDIO_MOVE as _, &mut m) } as i64;
             if r != 0 && crate::sys::errno() == libc::EAGAIN {
                 continue;
@@ -240,6 +251,7 @@ impl Uffd {
 
     /// Read pending messages without blocking; returns how many were read.
     pub fn read_msgs(&self, out: &mut [Msg]) -> usize {
+        // SAFETY: `out` is a live slice of Msg, and at most its size in bytes is read into it.
         let r = unsafe {
             libc::read(
                 self.fd,
@@ -257,6 +269,7 @@ impl Uffd {
 
 impl Drop for Uffd {
     fn drop(&mut self) {
+        // SAFETY: closes our descriptor once, when the Uffd is dropped.
         unsafe { libc::close(self.fd) };
     }
 }

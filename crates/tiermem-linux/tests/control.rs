@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 const NOBODY: u32 = 65534;
 
 fn is_root() -> bool {
+    // SAFETY: geteuid has no arguments and no memory effects.
     unsafe { libc::geteuid() == 0 }
 }
 
@@ -131,6 +132,8 @@ fn stats(run_dir: &Path, pid: u32) -> serde_json::Value {
 /// value is the child's exit status. `f` must only make raw system calls (the test
 /// process has other threads: no allocation after fork).
 fn as_user(uid: u32, f: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: the child only makes raw system calls (`f`'s contract) and leaves with _exit; the
+    // parent only waits.
     unsafe {
         let pid = libc::fork();
         assert!(pid >= 0, "fork failed");
@@ -157,6 +160,7 @@ fn cstr(p: &Path) -> std::ffi::CString {
 
 fn sockaddr(p: &Path) -> (libc::sockaddr_un, libc::socklen_t) {
     let b = p.as_os_str().as_encoded_bytes();
+    // SAFETY: sockaddr_un is plain data; all zeros is a valid value.
     let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
     a.sun_family = libc::AF_UNIX as libc::sa_family_t;
     assert!(b.len() < a.sun_path.len());
@@ -172,6 +176,7 @@ fn sockaddr(p: &Path) -> (libc::sockaddr_un, libc::socklen_t) {
 fn connect_as(uid: u32, sock: &Path) -> (i32, String) {
     let (addr, len) = sockaddr(sock);
     // Shared page for the answer (the child cannot return data otherwise).
+    // SAFETY: a fresh shared anonymous page; checked below and unmapped at the end.
     let buf = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -183,6 +188,8 @@ fn connect_as(uid: u32, sock: &Path) -> (i32, String) {
         )
     };
     assert_ne!(buf, libc::MAP_FAILED);
+    // SAFETY: raw system calls on locals and on the shared page `buf` (4096 bytes, at most 4095
+    // written), in the forked child.
     let code = as_user(uid, || unsafe {
         let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
         if libc::connect(fd, &addr as *const _ as *const libc::sockaddr, len) != 0 {
@@ -219,9 +226,12 @@ fn connect_as(uid: u32, sock: &Path) -> (i32, String) {
         }
         0
     });
+    // SAFETY: `buf` is the shared page, zero-filled by mmap and written by the child with a NUL
+    // kept at its end.
     let answer = unsafe { std::ffi::CStr::from_ptr(buf as *const libc::c_char) }
         .to_string_lossy()
         .into_owned();
+    // SAFETY: unmaps the page mapped above; `answer` is an owned copy.
     unsafe { libc::munmap(buf, 4096) };
     (code, answer)
 }
@@ -229,6 +239,7 @@ fn connect_as(uid: u32, sock: &Path) -> (i32, String) {
 /// In a child as `uid`: try to create `file`. 0 created, 10 EACCES, 11 other error.
 fn create_as(uid: u32, file: &Path) -> i32 {
     let c = cstr(file);
+    // SAFETY: raw system calls on `c`, a live C string, in the forked child.
     as_user(uid, || unsafe {
         let fd = libc::open(
             c.as_ptr(),

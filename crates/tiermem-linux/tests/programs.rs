@@ -448,6 +448,7 @@ fn memcached_memcaslap_load_every_value_read_back() {
         "memcached read-back",
     );
     assert!(out.contains("bad 0"), "{out}");
+    // SAFETY: signals our own child process, which is still running.
     unsafe { libc::kill(srv.0.as_ref().unwrap().id() as i32, libc::SIGTERM) };
     let o = wait_timeout(srv.0.take().unwrap(), 60, "memcached exit");
     let _ = o;

@@ -175,6 +175,7 @@ fn untouched_memory_and_quick_exit() {
 fn no_userfaultfd_permission_is_one_clear_line() {
     let setting =
         std::fs::read_to_string("/proc/sys/vm/unprivileged_userfaultfd").unwrap_or_default();
+    // SAFETY: geteuid has no arguments and no memory effects.
     if setting.trim() != "0" || unsafe { libc::geteuid() } != 0 {
         eprintln!("skipping: needs root and vm.unprivileged_userfaultfd=0 to drop to an unprivileged user");
         return;

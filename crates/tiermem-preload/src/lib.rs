@@ -56,6 +56,7 @@ fn resolve() {
         return;
     }
     let sym = |n: &std::ffi::CStr, fallback: usize| {
+        // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name only looks a symbol up.
         let p = unsafe { libc::dlsym(libc::RTLD_NEXT, n.as_ptr()) } as usize;
         if p == 0 {
             fallback
@@ -96,23 +97,46 @@ fn next(slot: &AtomicUsize) -> usize {
     slot.load(Ordering::Acquire)
 }
 
+/// # Safety
+/// `n` as malloc(3) takes it; the result is the next allocator's block.
 unsafe fn next_malloc(n: size_t) -> *mut c_void {
     match next(&NEXT.malloc) {
+        // SAFETY: glibc's own malloc, called as malloc(3).
         0 => unsafe { __libc_malloc(n) },
+        // SAFETY: `f` is the next allocator's `malloc` (dlsym), which has this signature.
         f => unsafe {
             std::mem::transmute::<usize, unsafe extern "C" fn(size_t) -> *mut c_void>(f)(n)
         },
     }
 }
+/// # Safety
+/// `p` is null or a live block of the next allocator (or glibc's), not used afterwards.
 unsafe fn next_free(p: *mut c_void) {
     match next(&NEXT.free) {
+        // SAFETY: glibc's own free, for a block the caller says is glibc's (or the next
+        // allocator's, which is glibc then).
         0 => unsafe { __libc_free(p) },
+        // SAFETY: `f` is the next allocator's `free` (dlsym), which has this signature; `p` is its
+        // block (caller's contract).
         f => unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void)>(f)(p) },
     }
 }
+// The next allocator's calloc/realloc/memalign, or glibc's (like `next_malloc`) while the
+// symbol is not resolved yet: during `resolve` itself (dlsym may allocate, which comes back
+// here) or in another thread meanwhile. The slot is a parameter for the tests.
+/// # Safety
+/// The arguments of calloc(3).
 unsafe fn next_calloc(n: size_t, m: size_t) -> *mut c_void {
-    match next(&NEXT.calloc) {
-        0 => unsafe { next_calloc(n, m) },
+    // SAFETY: the caller's arguments, passed on as calloc(3) takes them.
+    unsafe { calloc_via(next(&NEXT.calloc), n, m) }
+}
+/// # Safety
+/// `f` is 0 or the address of a function with calloc(3)'s signature; the arguments of calloc(3).
+unsafe fn calloc_via(f: usize, n: size_t, m: size_t) -> *mut c_void {
+    match f {
+        // SAFETY: glibc's own calloc, called as calloc(3).
+        0 => unsafe { __libc_calloc(n, m) },
+        // SAFETY: `f` is a calloc with this signature (the caller's contract).
         f => unsafe {
             std::mem::transmute::<usize, unsafe extern "C" fn(size_t, size_t) -> *mut c_void>(f)(
                 n, m,
@@ -120,9 +144,20 @@ unsafe fn next_calloc(n: size_t, m: size_t) -> *mut c_void {
         },
     }
 }
+/// # Safety
+/// `p` is null or a live block of the next allocator (glibc's before resolution).
 unsafe fn next_realloc(p: *mut c_void, n: size_t) -> *mut c_void {
-    match next(&NEXT.realloc) {
-        0 => unsafe { next_realloc(p, n) },
+    // SAFETY: the caller's arguments, passed on as realloc(3) takes them.
+    unsafe { realloc_via(next(&NEXT.realloc), p, n) }
+}
+/// # Safety
+/// `f` is 0 or the address of a function with realloc(3)'s signature; `p` is null or a live block
+/// of that allocator (glibc's when `f` is 0).
+unsafe fn realloc_via(f: usize, p: *mut c_void, n: size_t) -> *mut c_void {
+    match f {
+        // SAFETY: glibc's own realloc, for a block of glibc's (the caller's contract).
+        0 => unsafe { __libc_realloc(p, n) },
+        // SAFETY: `f` is a realloc with this signature and `p` its block (the caller's contract).
         f => unsafe {
             std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void, size_t) -> *mut c_void>(
                 f,
@@ -130,9 +165,20 @@ unsafe fn next_realloc(p: *mut c_void, n: size_t) -> *mut c_void {
         },
     }
 }
+/// # Safety
+/// The arguments of memalign(3).
 unsafe fn next_memalign(al: size_t, n: size_t) -> *mut c_void {
-    match next(&NEXT.memalign) {
-        0 => unsafe { next_memalign(al, n) },
+    // SAFETY: the caller's arguments, passed on as memalign(3) takes them.
+    unsafe { memalign_via(next(&NEXT.memalign), al, n) }
+}
+/// # Safety
+/// `f` is 0 or the address of a function with memalign(3)'s signature; the arguments of
+/// memalign(3).
+unsafe fn memalign_via(f: usize, al: size_t, n: size_t) -> *mut c_void {
+    match f {
+        // SAFETY: glibc's own memalign, called as memalign(3).
+        0 => unsafe { __libc_memalign(al, n) },
+        // SAFETY: `f` is a memalign with this signature (the caller's contract).
         f => unsafe {
             std::mem::transmute::<usize, unsafe extern "C" fn(size_t, size_t) -> *mut c_void>(f)(
                 al, n,
@@ -171,8 +217,9 @@ extern "C" fn init() {
     let min = cfg.min_region_bytes().max(PAGE as u64) as usize;
     // Manage malloc only when the program's malloc is glibc's (a program linked with
     // jemalloc or tcmalloc gets its memory through mmap, which we see anyway).
+    // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name only looks a symbol up.
     let next = unsafe { libc::dlsym(libc::RTLD_NEXT, c"malloc".as_ptr()) };
-    let glibc = next.is_null() || next as usize == __libc_malloc as *const () as usize;
+    let glibc = next.is_null() || std::ptr::eq(next as *const (), __libc_malloc as *const ());
     match Runtime::init(cfg) {
         Ok(_) => {
             MIN_REGION.store(min, Ordering::SeqCst);
@@ -189,6 +236,7 @@ extern "C" fn init() {
             }
             SMALL_MI.store(glibc && !small_glibc, Ordering::SeqCst);
             READY.store(true, Ordering::SeqCst);
+            // SAFETY: `at_exit` is an `extern "C" fn()` of this library, which is never unloaded.
             unsafe { libc::atexit(at_exit) };
         }
         Err(e) => {
@@ -227,6 +275,7 @@ struct Enter {
 }
 
 fn enter() -> Enter {
+    // SAFETY: the sigsets are locals; the old mask is kept in the guard and restored when it drops.
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
@@ -241,6 +290,7 @@ fn enter() -> Enter {
 
 impl Drop for Enter {
     fn drop(&mut self) {
+        // SAFETY: restores the mask saved by `enter` on this same thread.
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
     }
 }
@@ -273,9 +323,14 @@ fn arena_of(addr: usize) -> (Option<&'static Runtime>, bool) {
 }
 
 /// The next allocator's malloc_usable_size (ours shadows it).
+///
+/// # Safety
+/// `p` is a live block of the next allocator.
 unsafe fn real_usable_size(p: *mut c_void) -> size_t {
     match next(&NEXT.usable) {
         0 => 0,
+        // SAFETY: `f` is the next allocator's malloc_usable_size (dlsym) and `p` its block (the
+        // caller's contract).
         f => unsafe {
             std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void) -> size_t>(f)(p)
         },
@@ -293,6 +348,7 @@ fn block_of(p: *mut c_void) -> (Option<&'static Runtime>, bool) {
 }
 
 fn set_errno(e: i32) {
+    // SAFETY: __errno_location returns this thread's errno, always valid to write.
     unsafe { *libc::__errno_location() = e };
 }
 
@@ -317,6 +373,9 @@ fn ret_raw(r: isize) -> *mut c_void {
 
 // ---------------------------------------------------------------- mmap family
 
+/// # Safety
+/// Exported as mmap(2): callers follow its contract; managed ranges are changed under the runtime's
+/// lock, the rest goes to the kernel unchanged.
 #[no_mangle]
 pub unsafe extern "C" fn mmap(
     addr: *mut c_void,
@@ -357,9 +416,12 @@ pub unsafe extern "C" fn mmap(
             rt.foreign(addr as usize, len);
         }
     }
+    // SAFETY: the caller's mmap(2) arguments, unchanged, straight to the kernel.
     ret_raw(unsafe { sys::mmap(addr as usize, len, prot, flags, fd, off) })
 }
 
+/// # Safety
+/// Exported as mmap64(2): the contract of mmap(2).
 #[no_mangle]
 pub unsafe extern "C" fn mmap64(
     addr: *mut c_void,
@@ -369,9 +431,12 @@ pub unsafe extern "C" fn mmap64(
     fd: c_int,
     off: off_t,
 ) -> *mut c_void {
+    // SAFETY: the caller's arguments, unchanged (mmap's contract).
     unsafe { mmap(addr, len, prot, flags, fd, off) }
 }
 
+/// # Safety
+/// Exported as munmap(2): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
@@ -382,12 +447,15 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
         let _g = enter();
         return rt.release(addr as usize, len);
     }
+    // SAFETY: the caller's munmap(2) of memory outside our arena, unchanged.
     if unsafe { sys::munmap(addr as usize, len) } < 0 {
         return -1;
     }
     0
 }
 
+/// # Safety
+/// Exported as mremap(2): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn mremap(
     old: *mut c_void,
@@ -400,9 +468,12 @@ pub unsafe extern "C" fn mremap(
         let _g = enter();
         return ret_map(rt.remap(old as usize, old_len, new_len, flags, new_addr as usize));
     }
+    // SAFETY: the caller's mremap(2) of memory outside our arena, unchanged.
     ret_raw(unsafe { sys::mremap(old as usize, old_len, new_len, flags, new_addr as usize) })
 }
 
+/// # Safety
+/// Exported as madvise(2): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
@@ -422,6 +493,7 @@ pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) 
             _ => {}
         }
     }
+    // SAFETY: the caller's madvise(2), unchanged (managed DONTNEED/FREE were handled above).
     neg_errno(unsafe { sys::madvise(addr as usize, len, advice) })
 }
 
@@ -434,6 +506,8 @@ fn neg_errno(r: c_int) -> c_int {
     }
 }
 
+/// # Safety
+/// Exported as mprotect(2): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
@@ -441,6 +515,7 @@ pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -
         if prot == libc::PROT_READ | libc::PROT_WRITE {
             // Unpin only once the range is writable again: the kernel refuses to move a
             // page out of a read-only mapping, so an eviction in between would fail.
+            // SAFETY: the caller's mprotect(2) on its own range (making it read-write again).
             let r = unsafe { sys::mprotect(addr as usize, len, prot) };
             if r == 0 {
                 rt.unpin(addr as usize, len, Pin::Protect);
@@ -449,29 +524,39 @@ pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -
         }
         rt.untier(addr as usize, len, Some(Pin::Protect));
     }
+    // SAFETY: the caller's mprotect(2), after its managed pages were brought home and pinned.
     neg_errno(unsafe { sys::mprotect(addr as usize, len, prot) })
 }
 
+/// # Safety
+/// Exported as mlock(2): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn mlock(addr: *const c_void, len: size_t) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
         let _g = enter();
         rt.untier(addr as usize, len, Some(Pin::Lock));
     }
+    // SAFETY: the caller's mlock(2), unchanged; it does not touch memory contents.
     neg_errno(unsafe { libc::syscall(libc::SYS_mlock, addr, len) } as c_int)
 }
 
+/// # Safety
+/// Exported as mlock2(2): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn mlock2(addr: *const c_void, len: size_t, flags: libc::c_uint) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
         let _g = enter();
         rt.untier(addr as usize, len, Some(Pin::Lock));
     }
+    // SAFETY: the caller's mlock2(2), unchanged; it does not touch memory contents.
     neg_errno(unsafe { libc::syscall(libc::SYS_mlock2, addr, len, flags) } as c_int)
 }
 
+/// # Safety
+/// Exported as munlock(2): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn munlock(addr: *const c_void, len: size_t) -> c_int {
+    // SAFETY: the caller's munlock(2), unchanged; it does not touch memory contents.
     let r = unsafe { libc::syscall(libc::SYS_munlock, addr, len) } as c_int;
     // After the syscall: an mlocked page cannot be moved, so unpinning first would let an
     // eviction fail in between.
@@ -482,6 +567,8 @@ pub unsafe extern "C" fn munlock(addr: *const c_void, len: size_t) -> c_int {
     neg_errno(r)
 }
 
+/// # Safety
+/// Exported as mlockall(2): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn mlockall(flags: c_int) -> c_int {
     if let Some(rt) = rt() {
@@ -490,6 +577,7 @@ pub unsafe extern "C" fn mlockall(flags: c_int) -> c_int {
         MIN_REGION.store(usize::MAX, Ordering::SeqCst);
         rt.untier(rt.arena, rt.arena_pages as usize * PAGE, Some(Pin::Lock));
     }
+    // SAFETY: the caller's mlockall(2), unchanged; it does not touch memory contents.
     neg_errno(unsafe { libc::syscall(libc::SYS_mlockall, flags) } as c_int)
 }
 
@@ -536,6 +624,9 @@ fn big(n: usize) -> Option<&'static Runtime> {
 }
 
 /// A managed block: region = [header page][user bytes...].
+///
+/// # Safety
+/// `rt` is the live runtime; the result is a block for malloc's caller (free it with our free).
 unsafe fn big_alloc(rt: &Runtime, n: usize) -> *mut c_void {
     let total = match n.checked_add(2 * PAGE) {
         Some(t) => sys::page_up(t - PAGE),
@@ -549,6 +640,8 @@ unsafe fn big_alloc(rt: &Runtime, n: usize) -> *mut c_void {
         Some(r) => {
             // Written outside the runtime's lock (a first-touch fault is served normally).
             let h = r as *mut u64;
+            // SAFETY: `r` is the start of the region just allocated for us (at least two pages):
+            // its header page is ours.
             unsafe {
                 h.write(MAGIC);
                 h.add(1).write(total as u64);
@@ -562,6 +655,9 @@ unsafe fn big_alloc(rt: &Runtime, n: usize) -> *mut c_void {
 }
 
 /// A block below the region size (or a big one the arena could not take).
+///
+/// # Safety
+/// The contract of malloc(3).
 unsafe fn small_alloc(n: usize) -> *mut c_void {
     if small_mi() {
         // SAFETY: plain allocation call.
@@ -573,12 +669,18 @@ unsafe fn small_alloc(n: usize) -> *mut c_void {
 }
 
 /// (region start, region bytes, user bytes) of a managed block, if `p` is one.
+///
+/// # Safety
+/// `p` is a block this library's malloc handed out from the arena (callers check `block_of` first):
+/// when it is page-aligned, the page before it is its header page.
 unsafe fn header(p: *mut c_void) -> Option<(usize, usize, usize)> {
     let a = p as usize;
     if a % PAGE != 0 {
         return None;
     }
     let h = (a - PAGE) as *const u64;
+    // SAFETY: `a` is a page-aligned block of ours (caller's contract), so [a - PAGE, a) is its
+    // mapped header page.
     unsafe {
         if h.read() != MAGIC {
             return None;
@@ -587,9 +689,14 @@ unsafe fn header(p: *mut c_void) -> Option<(usize, usize, usize)> {
     }
 }
 
+/// # Safety
+/// `p` is a managed block handed out by `big_alloc`, not used afterwards.
 unsafe fn big_free(rt: Option<&Runtime>, p: *mut c_void) {
+    // SAFETY: `p` is a managed block (caller's contract).
     match unsafe { header(p) } {
         Some((r, total, _)) => {
+            // SAFETY: `r` is the block's header page, ours; clearing MAGIC makes a double free a
+            // no-op.
             unsafe { (r as *mut u64).write(0) };
             match rt {
                 Some(rt) => {
@@ -597,6 +704,8 @@ unsafe fn big_free(rt: Option<&Runtime>, p: *mut c_void) {
                     rt.release(r, total);
                 }
                 // Forked child: plain memory now.
+                // SAFETY: in a forked child the region is plain memory of this process and this
+                // block owns it.
                 None => unsafe {
                     sys::munmap(r, total);
                 },
@@ -609,6 +718,9 @@ unsafe fn big_free(rt: Option<&Runtime>, p: *mut c_void) {
 }
 
 /// Usable bytes of a block of any owner.
+///
+/// # Safety
+/// `p` is a live block of any owner.
 unsafe fn usable(p: *mut c_void) -> usize {
     if is_mi(p) {
         // SAFETY: p is a live mimalloc block.
@@ -625,27 +737,34 @@ unsafe fn usable(p: *mut c_void) -> usize {
     unsafe { real_usable_size(p) }
 }
 
+/// # Safety
+/// Exported as malloc(3): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn malloc(n: size_t) -> *mut c_void {
     if tiermem_linux::in_internal() {
         // tiermem's own allocations always come from glibc, never from the program's
         // allocator: jemalloc may hold its locks while calling mmap, which waits for
         // tiermem's state lock; tiermem must never wait for jemalloc's locks in turn.
+        // SAFETY: glibc's own malloc, called as malloc(3), for tiermem's own allocations.
         return unsafe { __libc_malloc(n) };
     }
     if let Some(rt) = big(n) {
+        // SAFETY: `rt` is the live runtime and `n` at least the region size.
         return unsafe { big_alloc(rt, n) };
     }
     // SAFETY: a plain allocation of `n` bytes.
     unsafe { small_alloc(n) }
 }
 
+/// # Safety
+/// Exported as free(3): `p` is null or a live block from this library's malloc family.
 #[no_mangle]
 pub unsafe extern "C" fn free(p: *mut c_void) {
     if p.is_null() {
         return;
     }
     if tiermem_linux::in_internal() {
+        // SAFETY: tiermem's own blocks come from glibc (`malloc` above).
         return unsafe { __libc_free(p) };
     }
     if is_mi(p) {
@@ -653,19 +772,27 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
         return unsafe { mi::mi_free(p) };
     }
     if let (rt, true) = block_of(p) {
+        // SAFETY: `p` is a managed block (block_of found it in the arena with our malloc active).
         return unsafe { big_free(rt, p) };
     }
+    // SAFETY: `p` is not mimalloc's nor ours: the next allocator's.
     unsafe { next_free(p) }
 }
 
+/// # Safety
+/// Exported as cfree: the contract of free(3).
 #[no_mangle]
 pub unsafe extern "C" fn cfree(p: *mut c_void) {
+    // SAFETY: the caller's block, as free(3) takes it.
     unsafe { free(p) }
 }
 
+/// # Safety
+/// Exported as calloc(3): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn calloc(n: size_t, m: size_t) -> *mut c_void {
     if tiermem_linux::in_internal() {
+        // SAFETY: glibc's own calloc, for tiermem's own allocations.
         return unsafe { __libc_calloc(n, m) };
     }
     let Some(t) = n.checked_mul(m) else {
@@ -674,16 +801,21 @@ pub unsafe extern "C" fn calloc(n: size_t, m: size_t) -> *mut c_void {
     };
     if let Some(rt) = big(t) {
         // Fresh managed pages read as zero.
+        // SAFETY: `rt` is the live runtime and `t` at least the region size.
         return unsafe { big_alloc(rt, t) };
     }
     if small_mi() {
         // SAFETY: plain allocation call.
         return unsafe { mi::mi_calloc(n, m) };
     }
+    // SAFETY: the caller's arguments, as calloc(3) takes them.
     unsafe { next_calloc(n, m) }
 }
 
 /// Move a block to a new owner: allocate `n` bytes with `malloc`, copy, free the old.
+///
+/// # Safety
+/// `p` is a live block of `old_usable` usable bytes from this library's malloc family; it is freed.
 unsafe fn realloc_by_copy(p: *mut c_void, old_usable: usize, n: usize) -> *mut c_void {
     // SAFETY: a plain allocation of `n` bytes.
     let q = unsafe { malloc(n) };
@@ -697,12 +829,16 @@ unsafe fn realloc_by_copy(p: *mut c_void, old_usable: usize, n: usize) -> *mut c
     q
 }
 
+/// # Safety
+/// Exported as realloc(3): `p` is null or a live block from this library's malloc family.
 #[no_mangle]
 pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
     if tiermem_linux::in_internal() {
+        // SAFETY: tiermem's own blocks come from glibc (`malloc` above).
         return unsafe { __libc_realloc(p, n) };
     }
     if p.is_null() {
+        // SAFETY: realloc(NULL, n) is malloc(n).
         return unsafe { malloc(n) };
     }
     if is_mi(p) {
@@ -722,12 +858,14 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
         return unsafe { mi::mi_realloc(p, n) };
     }
     if let (rt, true) = block_of(p) {
+        // SAFETY: `p` lies in the arena with our malloc active (block_of).
         let Some((r, total, used)) = (unsafe { header(p) }) else {
             runtime::report(&format!("realloc({p:p}): not a block tiermem handed out"));
             set_errno(libc::EINVAL);
             return std::ptr::null_mut();
         };
         if n == 0 {
+            // SAFETY: realloc(p, 0) frees `p`, a live managed block.
             unsafe { free(p) };
             return std::ptr::null_mut();
         }
@@ -740,6 +878,8 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
             };
             if moved >= 0 {
                 let h = moved as usize as *mut u64;
+                // SAFETY: `moved` is the start of the remapped region, whose header page moved with
+                // it.
                 unsafe {
                     h.add(1).write(new_total as u64);
                     h.add(2).write(n as u64);
@@ -757,12 +897,16 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
         // SAFETY: `p` is a live block of the next allocator with that many usable bytes.
         return unsafe { realloc_by_copy(p, real_usable_size(p), n) };
     }
+    // SAFETY: `p` is the next allocator's block (neither mimalloc's nor ours).
     unsafe { next_realloc(p, n) }
 }
 
+/// # Safety
+/// Exported as reallocarray(3): the contract of realloc(3).
 #[no_mangle]
 pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: size_t, m: size_t) -> *mut c_void {
     match n.checked_mul(m) {
+        // SAFETY: the caller's block and a size that did not overflow.
         Some(t) => unsafe { realloc(p, t) },
         None => {
             set_errno(libc::ENOMEM);
@@ -771,13 +915,18 @@ pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: size_t, m: size_t) -> *
     }
 }
 
+/// # Safety
+/// Exported as memalign(3): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn memalign(al: size_t, n: size_t) -> *mut c_void {
     if tiermem_linux::in_internal() {
+        // SAFETY: glibc's own memalign, for tiermem's own allocations.
         return unsafe { __libc_memalign(al, n) };
     }
     if al <= PAGE {
         if let Some(rt) = big(n) {
+            // SAFETY: `rt` is the live runtime; a managed block is page-aligned, which satisfies
+            // `al <= PAGE`.
             return unsafe { big_alloc(rt, n) };
         }
     }
@@ -785,37 +934,53 @@ pub unsafe extern "C" fn memalign(al: size_t, n: size_t) -> *mut c_void {
         // SAFETY: plain allocation call (mimalloc accepts any power-of-two alignment).
         return unsafe { mi::mi_malloc_aligned(n, al.max(1)) };
     }
+    // SAFETY: the caller's arguments, as memalign(3) takes them.
     unsafe { next_memalign(al, n) }
 }
 
+/// # Safety
+/// Exported as aligned_alloc(3): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn aligned_alloc(al: size_t, n: size_t) -> *mut c_void {
+    // SAFETY: the caller's arguments, as memalign(3) takes them.
     unsafe { memalign(al, n) }
 }
 
+/// # Safety
+/// Exported as posix_memalign(3): `out` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, al: size_t, n: size_t) -> c_int {
     if al == 0 || !al.is_power_of_two() || al % std::mem::size_of::<usize>() != 0 {
         return libc::EINVAL;
     }
+    // SAFETY: the caller's arguments (alignment checked above).
     let p = unsafe { memalign(al, n) };
     if p.is_null() && n != 0 {
         return libc::ENOMEM;
     }
+    // SAFETY: `out` is valid for a write (caller's contract).
     unsafe { *out = p };
     0
 }
 
+/// # Safety
+/// Exported as valloc(3): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn valloc(n: size_t) -> *mut c_void {
+    // SAFETY: a page alignment, as memalign(3) takes it.
     unsafe { memalign(PAGE, n) }
 }
 
+/// # Safety
+/// Exported as pvalloc(3): callers follow its contract.
 #[no_mangle]
 pub unsafe extern "C" fn pvalloc(n: size_t) -> *mut c_void {
+    // SAFETY: a page alignment and a page-rounded size, as memalign(3) takes them.
     unsafe { memalign(PAGE, sys::page_up(n.max(1))) }
 }
 
+/// # Safety
+/// Exported as malloc_usable_size(3): `p` is null or a live block of this library's malloc family.
 #[no_mangle]
 pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> size_t {
     if p.is_null() {
@@ -823,4 +988,38 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> size_t {
     }
     // SAFETY: `p` is a non-null block the program owns.
     unsafe { usable(p) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An unresolved slot (0) falls back to glibc's entry point, like `next_malloc`; these
+    /// used to call themselves forever (a stack overflow when dlsym allocates in `resolve`;
+    /// an endless loop once optimised), so the calls run on a thread with a deadline.
+    #[test]
+    fn unresolved_next_allocator_falls_back_to_glibc() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // SAFETY: plain allocation calls on glibc's allocator; every block is checked
+            // before use, read within its size, and freed once with glibc's free.
+            unsafe {
+                let p = calloc_via(0, 100, 8) as *mut u8;
+                assert!(!p.is_null());
+                assert!(std::slice::from_raw_parts(p, 800).iter().all(|&b| b == 0));
+                std::ptr::write_bytes(p, 7, 800);
+                let q = realloc_via(0, p as *mut c_void, 4000) as *mut u8;
+                assert!(!q.is_null());
+                assert!(std::slice::from_raw_parts(q, 800).iter().all(|&b| b == 7));
+                __libc_free(q as *mut c_void);
+                let a = memalign_via(0, 4096, 100);
+                assert!(!a.is_null());
+                assert_eq!(a as usize % 4096, 0);
+                __libc_free(a);
+            }
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the fallback did not return (or failed its checks)");
+    }
 }

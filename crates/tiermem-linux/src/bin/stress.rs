@@ -75,6 +75,8 @@ struct Shared {
 
 fn check_page(p: *const u64, tag: u64, v: u64) -> bool {
     for i in 0..WORDS {
+        // SAFETY: every caller passes the start of a live, mapped page of this program's regions
+        // (WORDS words).
         let w = unsafe { p.add(i).read_volatile() };
         if w != word(tag, v, i) {
             eprintln!(
@@ -89,6 +91,8 @@ fn check_page(p: *const u64, tag: u64, v: u64) -> bool {
 
 fn write_page(p: *mut u64, tag: u64, v: u64) {
     for i in 0..WORDS {
+        // SAFETY: every caller passes the start of a live, writable page of this program's regions
+        // (WORDS words).
         unsafe { p.add(i).write_volatile(word(tag, v, i)) };
     }
 }
@@ -108,6 +112,8 @@ extern "C" fn on_alarm(_sig: libc::c_int) {
     }
     let k = mix(n) % pages;
     let p = (SIG_BASE.load(Ordering::Relaxed) + k * PAGE as u64) as *const u64;
+    // SAFETY: `p` is page `k < SIG_PAGES` of the constant mapping, which stays mapped (read-only
+    // use) until exit.
     let w = unsafe { p.add(7).read_volatile() };
     if w != word(CONST_TAG | k, 1, 7) {
         SIG_BAD.fetch_add(1, Ordering::Relaxed);
@@ -149,6 +155,7 @@ fn main() {
         let len = per * PAGE;
         let ptr = if r % 2 == 0 {
             // mmap'd region
+            // SAFETY: a fresh anonymous mapping; no existing memory is touched.
             let p = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
@@ -163,8 +170,10 @@ fn main() {
             p as usize
         } else {
             // malloc'd region (page aligned for the page model)
+            // SAFETY: a plain allocation; checked for null below.
             let p = unsafe { libc::aligned_alloc(PAGE, len) };
             assert!(!p.is_null());
+            // SAFETY: `p` is a live block of `len` bytes (aligned_alloc above, not null).
             unsafe { std::ptr::write_bytes(p as *mut u8, 0, len) };
             p as usize
         };
@@ -172,6 +181,7 @@ fn main() {
         regions.push(RwLock::new(Region { ptr, pages: per }));
     }
     let constant_pages = (total_pages / 8).max(16);
+    // SAFETY: a fresh anonymous mapping; no existing memory is touched.
     let constant = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -192,6 +202,8 @@ fn main() {
     }
     SIG_BASE.store(constant as u64, Ordering::SeqCst);
     SIG_PAGES.store(constant_pages as u64, Ordering::SeqCst);
+    // SAFETY: zeroed sigaction/itimerval are valid; the handler only reads the constant mapping and
+    // bumps atomics (async-signal-safe).
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_alarm as *const () as usize;
@@ -213,6 +225,7 @@ fn main() {
     let sh = Arc::new(Shared {
         regions,
         constant: constant as usize,
+        // SAFETY: a fresh shared anonymous mapping, checked below; it lives until exit.
         shared: unsafe {
             let p = libc::mmap(
                 std::ptr::null_mut(),
@@ -267,6 +280,8 @@ fn main() {
             let _w = sh.world.write().unwrap();
             let mut vec = vec![0u8; n];
             assert_eq!(
+                // SAFETY: [a, a + n pages) lies in a live region (held under its lock) and `vec`
+                // has one byte per page.
                 unsafe { libc::mincore(a as *mut _, n * PAGE, vec.as_mut_ptr()) },
                 0
             );
@@ -275,6 +290,7 @@ fn main() {
                 eprintln!("MISMATCH: {out} of {n} mlocked pages left DRAM");
                 sh.mismatches.fetch_add(1, Ordering::Relaxed);
             }
+            // SAFETY: unlocks the range this thread locked above; no memory changes.
             assert_eq!(unsafe { libc::munlock(a as *const _, n * PAGE) }, 0);
         }
         let el = start.elapsed();
@@ -290,7 +306,7 @@ fn main() {
             next_fork += fork_every;
             forks_done += 1;
             let _w = sh.world.write().unwrap();
-            fork_check(&sh, forks_done as u64);
+            fork_check(&sh, forks_done);
         }
         // mremap: grow (possibly moving) then shrink back.
         {
@@ -301,6 +317,8 @@ fn main() {
                 let old = g.ptr;
                 let extra = 1 + (rng.next() as usize % 64);
                 let len = g.pages * PAGE;
+                // SAFETY: the region's own mapping, held exclusively (write lock); MAYMOVE lets the
+                // kernel place it.
                 let np = unsafe {
                     libc::mremap(old as *mut _, len, len + extra * PAGE, libc::MREMAP_MAYMOVE)
                 };
@@ -316,9 +334,12 @@ fn main() {
                     }
                 }
                 // Dirty the tail, then shrink it away.
+                // SAFETY: [np + len, + extra pages) is the tail the mremap above just added to this
+                // region.
                 unsafe {
                     std::ptr::write_bytes((np as usize + len) as *mut u8, 0xAB, extra * PAGE)
                 };
+                // SAFETY: shrinks the region back to `len` bytes; it stays held exclusively.
                 let np2 = unsafe { libc::mremap(np, len + extra * PAGE, len, 0) };
                 assert_eq!(np2, np, "mremap shrink moved");
                 g.ptr = np as usize;
@@ -333,6 +354,8 @@ fn main() {
             let first = rng.next() as usize % g.pages;
             let n = (1 + rng.next() as usize % 32).min(g.pages - first);
             let a = (g.ptr + first * PAGE) as *mut libc::c_void;
+            // SAFETY: a protection change of pages inside a live region held under its lock;
+            // restored below.
             assert_eq!(unsafe { libc::mprotect(a, n * PAGE, libc::PROT_READ) }, 0);
             for k in first..first + n {
                 let tag = ((r as u64) << 32) | k as u64;
@@ -345,6 +368,7 @@ fn main() {
                 }
             }
             assert_eq!(
+                // SAFETY: restores read-write on the range made read-only above.
                 unsafe { libc::mprotect(a, n * PAGE, libc::PROT_READ | libc::PROT_WRITE) },
                 0
             );
@@ -357,6 +381,8 @@ fn main() {
             let g = sh.regions[r].read().unwrap();
             let first = rng.next() as usize % g.pages;
             let n = (1 + rng.next() as usize % 8).min(g.pages - first);
+            // SAFETY: an advice on pages inside a live region held exclusively; the expected
+            // contents are reset to zero with it.
             let rc = unsafe {
                 libc::madvise(
                     (g.ptr + first * PAGE) as *mut _,
@@ -377,6 +403,7 @@ fn main() {
             let first = rng.next() as usize % g.pages;
             let n = (1 + rng.next() as usize % 16).min(g.pages - first);
             let a = g.ptr + first * PAGE;
+            // SAFETY: locks pages inside a live region; no memory changes.
             let rc = unsafe { libc::mlock(a as *const _, n * PAGE) };
             assert_eq!(rc, 0, "mlock failed: {}", std::io::Error::last_os_error());
             locked = Some((a, n));
@@ -407,6 +434,7 @@ fn main() {
             sh.mismatches.fetch_add(1, Ordering::Relaxed);
         }
     }
+    // SAFETY: a zeroed itimerval disarms the timer.
     unsafe {
         let off: libc::itimerval = std::mem::zeroed();
         libc::setitimer(libc::ITIMER_REAL, &off, std::ptr::null_mut());
@@ -444,7 +472,9 @@ fn tier_faults() -> Option<u64> {
 /// The kernel reads page `p` (write(2) into a pipe; it faults if `p` is evicted); the
 /// copy must hold version `v`.
 fn pipe_out(fds: [i32; 2], p: *const u64, buf: &mut [u64; WORDS], tag: u64, v: u64) -> bool {
+    // SAFETY: `p` is a live page of PAGE bytes (caller's contract) written into our own pipe.
     let ok = unsafe { libc::write(fds[1], p as *const _, PAGE) } == PAGE as isize
+        // SAFETY: `buf` is PAGE bytes (WORDS u64s) owned by this thread.
         && unsafe { libc::read(fds[0], buf.as_mut_ptr() as *mut _, PAGE) } == PAGE as isize;
     if !ok {
         eprintln!(
@@ -461,7 +491,10 @@ fn pipe_in(fds: [i32; 2], p: *mut u64, buf: &mut [u64; WORDS], tag: u64, v: u64)
     for (i, w) in buf.iter_mut().enumerate() {
         *w = word(tag, v, i);
     }
+    // SAFETY: `buf` is PAGE bytes owned by this thread, written into our own pipe.
     let ok = unsafe { libc::write(fds[1], buf.as_ptr() as *const _, PAGE) } == PAGE as isize
+        // SAFETY: `p` is a live writable page of PAGE bytes, held under its region's write lock by
+        // the caller.
         && unsafe { libc::read(fds[0], p as *mut _, PAGE) } == PAGE as isize;
     if !ok {
         eprintln!(
@@ -477,6 +510,7 @@ fn worker(sh: Arc<Shared>, t: usize, seed: u64, write_pct: u64, per: usize) {
     let nreg = sh.regions.len();
     let mine = per / sh.threads;
     let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe failed");
     let mut buf = Box::new([0u64; WORDS]);
     while !sh.stop.load(Ordering::Relaxed) {
@@ -535,6 +569,7 @@ fn worker(sh: Arc<Shared>, t: usize, seed: u64, write_pct: u64, per: usize) {
             sh.ops.fetch_add(1, Ordering::Relaxed);
         }
     }
+    // SAFETY: closes the two descriptors this thread opened above.
     unsafe {
         libc::close(fds[0]);
         libc::close(fds[1]);
@@ -542,6 +577,7 @@ fn worker(sh: Arc<Shared>, t: usize, seed: u64, write_pct: u64, per: usize) {
 }
 
 fn fork_check(sh: &Shared, round: u64) {
+    // SAFETY: the child only reads memory and exits with _exit (no locks are taken in it).
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
@@ -580,17 +616,21 @@ fn fork_check(sh: &Shared, round: u64) {
                 round,
             );
         }
+        // SAFETY: ends the forked child without running the parent's atexit handlers.
         unsafe { libc::_exit(if bad == 0 { 0 } else { 1 }) };
     }
     let mut status = 0;
     let t0 = Instant::now();
     loop {
+        // SAFETY: waits for our own child; `status` is a local.
         let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
         if r == pid {
             break;
         }
         if t0.elapsed() > Duration::from_secs(120) {
+            // SAFETY: our own child, not yet reaped.
             unsafe { libc::kill(pid, libc::SIGKILL) };
+            // SAFETY: reaps our own child; `status` is a local.
             unsafe { libc::waitpid(pid, &mut status, 0) };
             eprintln!("fork child timed out");
             sh.mismatches.fetch_add(1, Ordering::Relaxed);

@@ -21,6 +21,7 @@ fn main() {
     let settle = arg(&args, "--settle-ms", 2000);
     let pages = mb * 256;
     let len = pages * 4096;
+    // SAFETY: a fresh anonymous mapping; no existing memory is touched.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -36,6 +37,7 @@ fn main() {
     for pg in 0..pages {
         for i in 0..512 {
             // Text-like compressibility: a few distinct words per page.
+            // SAFETY: pg < pages and i < 512: inside the `len`-byte mapping above.
             unsafe {
                 w.add(pg * 512 + i)
                     .write((pg as u64) << 8 | (i % 24) as u64)
@@ -55,6 +57,7 @@ fn main() {
     let mut ok = true;
     for &pg in &order {
         let t0 = Instant::now();
+        // SAFETY: pg < pages: inside the mapping above.
         let v = unsafe { w.add(pg * 512 + 5).read_volatile() };
         lat.push(t0.elapsed().as_nanos() as u64);
         ok &= v == (pg as u64) << 8 | 5;

@@ -1,0 +1,468 @@
+//! The arena: managed regions carved out of one PROT_NONE reservation, the free map of
+//! page ranges, and the calls that change a range's mapping (munmap, MAP_FIXED over it,
+//! MADV_DONTNEED, mprotect/mlock pins, mremap).
+
+use super::page::{Page, PageState, Pin, NO_TIER};
+use super::{lock, report, Runtime, State, MREMAP_DONTUNMAP};
+use crate::sys::{self, PAGE};
+
+impl State {
+    pub(super) fn take_range(&mut self, n: u32) -> Option<u32> {
+        let found = self
+            .free
+            .iter()
+            .find(|(_, &len)| len >= n)
+            .map(|(&s, &l)| (s, l));
+        if let Some((s, l)) = found {
+            self.free.remove(&s);
+            if l > n {
+                self.free.insert(s + n, l - n);
+            }
+            return Some(s);
+        }
+        None
+    }
+
+    /// Remove [s, s+n) from the free map if all of it is free.
+    pub(super) fn claim_exact(&mut self, s: u32, n: u32) -> bool {
+        let Some((&fs, &fl)) = self.free.range(..=s).next_back() else {
+            return false;
+        };
+        if fs + fl < s + n {
+            return false;
+        }
+        self.free.remove(&fs);
+        if s > fs {
+            self.free.insert(fs, s - fs);
+        }
+        if fs + fl > s + n {
+            self.free.insert(s + n, fs + fl - (s + n));
+        }
+        true
+    }
+
+    pub(super) fn give_back(&mut self, mut s: u32, mut n: u32) {
+        if let Some((&ps, &pl)) = self.free.range(..s).next_back() {
+            if ps + pl == s {
+                self.free.remove(&ps);
+                s = ps;
+                n += pl;
+            }
+        }
+        if let Some(&nl) = self.free.get(&(s + n)) {
+            self.free.remove(&(s + n));
+            n += nl;
+        }
+        self.free.insert(s, n);
+    }
+
+    pub(super) fn grow_table(&mut self, to: u32) {
+        if (to as usize) > self.pages.len() {
+            self.pages.resize(to as usize, Page::default());
+            self.placement.resize(to as usize, NO_TIER);
+        }
+    }
+}
+
+impl Runtime {
+    /// A new managed region of `len` bytes (page-rounded). `None` if the arena is full or
+    /// the kernel refused; the caller then falls back to plain memory.
+    pub fn alloc_region(&self, len: usize) -> Option<usize> {
+        let n = (sys::page_up(len) / PAGE) as u32;
+        if n == 0 {
+            return None;
+        }
+        let mut st = lock(self);
+        let start = match st.take_range(n) {
+            Some(s) => s,
+            None => {
+                if st.hwm as u64 + n as u64 > self.arena_pages as u64 {
+                    return None;
+                }
+                st.hwm += n;
+                let h = st.hwm;
+                st.grow_table(h);
+                h - n
+            }
+        };
+        if self.map_pages(&mut st, start, n).is_err() {
+            st.give_back(start, n);
+            return None;
+        }
+        st.regions += 1;
+        Some(self.addr(start as usize))
+    }
+
+    pub(super) fn map_pages(&self, st: &mut State, start: u32, n: u32) -> std::io::Result<()> {
+        let a = self.addr(start as usize);
+        let len = n as usize * PAGE;
+        // SAFETY: MAP_FIXED over pages [start, start+n) of our own arena reservation, which the
+        // caller took from the free map (no one else's memory there).
+        let r = unsafe {
+            sys::mmap(
+                a,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: an advice on the range just mapped; no memory is freed.
+        unsafe { sys::madvise(a, len, libc::MADV_NOHUGEPAGE) };
+        if let Err(e) = self.uffd.register(a, len) {
+            self.reserve(a, len);
+            return Err(e);
+        }
+        for i in start as usize..(start + n) as usize {
+            st.set(i, Page::new(PageState::Absent, 0));
+        }
+        Ok(())
+    }
+
+    /// Put a PROT_NONE reservation back over [a, a+len) (drops pages and registration).
+    pub(super) fn reserve(&self, a: usize, len: usize) {
+        // SAFETY: MAP_FIXED PROT_NONE over a range of our own arena that the caller is giving up
+        // (its pages are dropped on purpose).
+        unsafe {
+            sys::mmap(
+                a,
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+    }
+
+    /// munmap(2) of a managed range: every page becomes a hole, its data dropped.
+    pub fn release(&self, a: usize, len: usize) -> i32 {
+        let mut st = lock(self);
+        self.release_locked(&mut st, a, len);
+        0
+    }
+
+    pub(super) fn release_locked(&self, st: &mut State, a: usize, len: usize) {
+        let a0 = sys::page_down(a);
+        let end = sys::page_up(a + len).min(self.arena + self.arena_pages as usize * PAGE);
+        let (s, e) = (self.idx(a0), self.idx(end).min(st.hwm as usize));
+        if s < e {
+            self.reserve(self.addr(s), (e - s) * PAGE);
+        }
+        let mut run: Option<usize> = None;
+        for i in s..e {
+            if st.pages[i].state != PageState::Hole {
+                self.drop_data(st, i);
+                st.set(i, Page::default());
+                run.get_or_insert(i);
+            } else if let Some(r) = run.take() {
+                st.give_back(r as u32, (i - r) as u32);
+            }
+        }
+        if let Some(r) = run {
+            st.give_back(r as u32, (e - r) as u32);
+        }
+        self.flush_hint_dirty(st);
+    }
+
+    /// The program maps something of its own (MAP_FIXED) over part of the arena: drop our
+    /// pages there and never hand those addresses out again.
+    pub fn foreign(&self, a: usize, len: usize) {
+        self.release(a, len);
+        let mut st = lock(self);
+        let s = self.idx(sys::page_down(a));
+        let e = self.idx(sys::page_up(a + len).min(self.arena + self.arena_pages as usize * PAGE));
+        if e as u32 > st.hwm {
+            let h = st.hwm;
+            st.give_back(h, e as u32 - h);
+            st.hwm = e as u32;
+            st.grow_table(e as u32);
+        }
+        for i in s..e {
+            st.claim_exact(i as u32, 1);
+        }
+    }
+
+    pub fn unpin(&self, a: usize, len: usize, why: Pin) {
+        let mut st = lock(self);
+        let s = self.idx(sys::page_down(a.max(self.arena)));
+        let e =
+            self.idx(sys::page_up(a.saturating_add(len)).min(self.arena + st.hwm as usize * PAGE));
+        for i in s..e {
+            st.pages[i].flags &= !why.flag();
+        }
+    }
+
+    /// madvise(MADV_DONTNEED) on a managed range: pages read as zero afterwards.
+    pub fn dontneed(&self, a: usize, len: usize, advice: i32) -> i32 {
+        let mut st = lock(self);
+        let (s, e) = (
+            self.idx(sys::page_down(a)),
+            self.idx(sys::page_up(a + len)).min(st.hwm as usize),
+        );
+        for i in s..e {
+            let k = st.pages[i].state;
+            if k != PageState::Hole && k != PageState::Absent {
+                self.drop_data(&mut st, i);
+                let flags = st.pages[i].flags;
+                st.set(i, Page::new(PageState::Absent, flags));
+            }
+        }
+        self.flush_hint_dirty(&mut st);
+        // SAFETY: the program's own madvise on its managed range, whose page states were updated
+        // above under the lock.
+        unsafe { sys::madvise(a, len, advice) }
+    }
+
+    /// Bring every page of [a, a+len) back to DRAM, pinned for `pin` if given. Used before
+    /// mprotect/mlock, and (all pages) before fork.
+    pub fn untier(&self, a: usize, len: usize, pin: Option<Pin>) {
+        let mut st = lock(self);
+        self.untier_locked(&mut st, a, len, pin);
+    }
+
+    pub(super) fn untier_locked(&self, st: &mut State, a: usize, len: usize, pin: Option<Pin>) {
+        let s = self.idx(sys::page_down(a.max(self.arena)));
+        let e =
+            self.idx(sys::page_up(a.saturating_add(len)).min(self.arena + st.hwm as usize * PAGE));
+        for i in s..e {
+            let k = st.pages[i].state;
+            if matches!(k, PageState::Staged { .. } | PageState::Compressed { .. }) {
+                self.promote(st, i, None);
+            }
+            if let (Some(why), true) = (pin, k != PageState::Hole) {
+                st.pages[i].flags |= why.flag();
+            }
+        }
+        self.flush_hint_dirty(st);
+    }
+
+    /// mremap(2) of a managed range. Returns the new address or -errno.
+    ///
+    /// Never leaves any address of the arena unmapped, not even for a moment: the kernel
+    /// may hand an unmapped range to another thread's mmap, and the PROT_NONE reservation
+    /// we put back afterwards (MAP_FIXED) would then silently replace that thread's fresh
+    /// memory (issue 10: map/unmap in one thread + realloc growth in another lost data).
+    /// So a move uses MREMAP_DONTUNMAP (the source stays mapped, empty, until the
+    /// reservation atomically replaces it), and the whole remap runs under the state lock
+    /// so no eviction or sample changes a page between its state and its move.
+    pub fn remap(
+        &self,
+        old: usize,
+        old_len: usize,
+        new_len: usize,
+        flags: i32,
+        new_addr: usize,
+    ) -> isize {
+        if old % PAGE != 0 || new_len == 0 {
+            return -(libc::EINVAL as isize);
+        }
+        let (old_len, new_len) = (sys::page_up(old_len), sys::page_up(new_len));
+        let old_n = old_len / PAGE;
+        let new_n = new_len / PAGE;
+        let fixed = flags & libc::MREMAP_FIXED != 0;
+        let maymove = flags & libc::MREMAP_MAYMOVE != 0;
+        if flags & MREMAP_DONTUNMAP != 0 {
+            // Not supported on managed memory.
+            return -(libc::EINVAL as isize);
+        }
+        if fixed && (!maymove || new_addr % PAGE != 0) {
+            return -(libc::EINVAL as isize);
+        }
+        if fixed && new_addr < old + old_len && old < new_addr.saturating_add(new_len) {
+            return -(libc::EINVAL as isize); // overlapping source and destination
+        }
+        let mut st = lock(self);
+        let s = self.idx(old);
+        if old_n == 0
+            || s + old_n > st.hwm as usize
+            || st.pages[s..s + old_n]
+                .iter()
+                .any(|p| p.state == PageState::Hole)
+        {
+            return -(libc::EFAULT as isize);
+        }
+        if fixed && !self.contains(new_addr) {
+            return self.remap_out(&mut st, old, old_n, new_n, new_addr);
+        }
+        if !fixed && new_n <= old_n {
+            drop(st);
+            if new_n < old_n {
+                self.release(old + new_len, old_len - new_len);
+            }
+            return old as isize;
+        }
+        // Grow in place if the pages after the region are free.
+        if !fixed && st.claim_exact((s + old_n) as u32, (new_n - old_n) as u32) {
+            if self
+                .map_pages(&mut st, (s + old_n) as u32, (new_n - old_n) as u32)
+                .is_ok()
+            {
+                return old as isize;
+            }
+            st.give_back((s + old_n) as u32, (new_n - old_n) as u32);
+            return -(libc::ENOMEM as isize);
+        }
+        if !fixed && !maymove {
+            return -(libc::ENOMEM as isize);
+        }
+        // Move: pick the destination inside the arena, let the kernel move the page tables,
+        // then re-register and carry every page's state (pool handles move, no copy).
+        let dst = if fixed {
+            let d = self.idx(new_addr);
+            if d + new_n > self.arena_pages as usize {
+                return -(libc::ENOMEM as isize);
+            }
+            // The destination is replaced (MREMAP_FIXED unmaps it first).
+            self.release_locked(&mut st, new_addr, new_len);
+            if (d + new_n) as u32 > st.hwm {
+                let h = st.hwm;
+                st.give_back(h, (d + new_n) as u32 - h);
+                st.hwm = (d + new_n) as u32;
+                let h = st.hwm;
+                st.grow_table(h);
+            }
+            if !st.claim_exact(d as u32, new_n as u32) {
+                return -(libc::ENOMEM as isize);
+            }
+            d
+        } else {
+            match st.take_range(new_n as u32) {
+                Some(d) => d as usize,
+                None => {
+                    if st.hwm as usize + new_n > self.arena_pages as usize {
+                        return -(libc::ENOMEM as isize);
+                    }
+                    st.hwm += new_n as u32;
+                    let h = st.hwm;
+                    st.grow_table(h);
+                    h as usize - new_n
+                }
+            }
+        };
+        let dst_a = self.addr(dst);
+        let keep_n = old_n.min(new_n);
+        let r = move_keeping_source(old, keep_n * PAGE, dst_a);
+        if r < 0 {
+            let e = sys::errno();
+            self.reserve(dst_a, new_len);
+            st.give_back(dst as u32, new_n as u32);
+            return -(e as isize);
+        }
+        // SAFETY: an advice on the range just moved to `dst_a`, which is ours; no memory is freed.
+        unsafe { sys::madvise(dst_a, keep_n * PAGE, libc::MADV_NOHUGEPAGE) };
+        // The moved VMA lost its registration (no UFFD_FEATURE_EVENT_REMAP): register it
+        // again before any page of it can be absent to the kernel's eyes.
+        if let Err(e) = self.uffd.register(dst_a, keep_n * PAGE) {
+            report(&format!("re-register after mremap of {old:#x} failed: {e}"));
+        }
+        // Carry each page's state to its new index without counting it twice.
+        for k in 0..keep_n {
+            let src = st.pages[s + k];
+            st.pages[s + k] = Page::default();
+            st.placement[s + k] = NO_TIER;
+            st.mapped -= 1;
+            if src.state.in_dram() {
+                st.resident -= 1;
+            }
+            if let PageState::Staged { slot } = src.state {
+                st.hint_owner[slot as usize].0 = (dst + k) as u32;
+            }
+            if let PageState::Compressed { tier, .. } = src.state {
+                st.tiers[tier as usize - 1].pages -= 1;
+            }
+            st.set(dst + k, src);
+            if let PageState::Compressed { tier, .. } = src.state {
+                st.tiers[tier as usize - 1].pages += 1;
+            }
+        }
+        if new_n > keep_n {
+            // The grown tail: fresh managed pages over the rest of the reservation.
+            if let Err(e) = self.map_pages(&mut st, (dst + keep_n) as u32, (new_n - keep_n) as u32)
+            {
+                report(&format!("mapping the grown tail of {dst_a:#x} failed: {e}"));
+            }
+        }
+        // Pages of the source beyond what moved (a shrinking fixed move) are dropped.
+        self.retire_source(&mut st, s + keep_n, s + old_n, old, old_n);
+        dst_a as isize
+    }
+
+    /// mremap with MREMAP_FIXED to an address outside the arena: the pages become the
+    /// program's plain memory there. All of them are brought home first (under the lock,
+    /// so nothing is evicted again before the move); the source stays mapped until the
+    /// reservation replaces it (see `remap`).
+    fn remap_out(
+        &self,
+        st: &mut State,
+        old: usize,
+        old_n: usize,
+        new_n: usize,
+        new_addr: usize,
+    ) -> isize {
+        let s = self.idx(old);
+        let keep_n = old_n.min(new_n);
+        self.untier_locked(st, old, keep_n * PAGE, None);
+        if new_n > keep_n {
+            // What MREMAP_FIXED would do to the destination's tail: replace it with zeros.
+            // SAFETY: MAP_FIXED over the tail of the program's own MREMAP_FIXED destination, which the kernel would replace the same way.
+            let r = unsafe {
+                sys::mmap(
+                    new_addr + keep_n * PAGE,
+                    (new_n - keep_n) * PAGE,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                    -1,
+                    0,
+                )
+            };
+            if r < 0 {
+                return -(sys::errno() as isize);
+            }
+        }
+        let r = move_keeping_source(old, keep_n * PAGE, new_addr);
+        if r < 0 {
+            return -(sys::errno() as isize);
+        }
+        // The moved VMA lost its userfaultfd registration: it is plain memory now.
+        self.retire_source(st, s, s + old_n, old, old_n);
+        r
+    }
+
+    /// The end of a move: pages [from, to) of the source still hold state (the moved ones
+    /// were already carried over), dropped; then the emptied source range [old, old_n
+    /// pages) is atomically replaced by the reservation and its pages go back to the free
+    /// map.
+    fn retire_source(&self, st: &mut State, from: usize, to: usize, old: usize, old_n: usize) {
+        for i in from..to {
+            self.drop_data(st, i);
+            st.set(i, Page::default());
+        }
+        self.flush_hint_dirty(st);
+        self.reserve(old, old_n * PAGE);
+        st.give_back(self.idx(old) as u32, old_n as u32);
+    }
+}
+
+/// Move the page tables of [old, old+len) to `dst` (MREMAP_FIXED: whatever was mapped
+/// there is replaced) and leave the source mapped and empty (MREMAP_DONTUNMAP), so no
+/// address of the source is ever free for the kernel to hand to another thread's mmap.
+/// Returns the new address or -1 with errno set.
+fn move_keeping_source(old: usize, len: usize, dst: usize) -> isize {
+    // SAFETY: the caller holds the state lock and owns both ranges: [old, old+len) is a
+    // managed range of this process (its pages move, nothing is freed) and [dst, dst+len)
+    // is a reservation of ours or the program's stated MREMAP_FIXED destination.
+    unsafe {
+        sys::mremap(
+            old,
+            len,
+            len,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | MREMAP_DONTUNMAP,
+            dst,
+        )
+    }
+}

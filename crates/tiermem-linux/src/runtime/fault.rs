@@ -1,0 +1,316 @@
+//! The fault thread: reads userfaultfd messages and serves them (zero-fill a first touch,
+//! un-stage a hint-sampled page, decompress a tiered page), and waits for the manager to
+//! make room when DRAM is over budget.
+
+use super::page::{Page, PageState, F_INCOMPRESSIBLE};
+use super::{lock, report, Runtime, State};
+use crate::sys::{self, PAGE};
+use crate::uffd::{Msg, Op, UFFD_EVENT_PAGEFAULT, UFFD_PAGEFAULT_FLAG_WRITE};
+use std::sync::atomic::Ordering;
+use std::sync::{MutexGuard, OnceLock};
+use tiermem_core::HeatEvent;
+
+/// Pages zero-filled around a first-touch fault (64 KiB): fewer faults for sequential fills.
+const FILL_CHUNK_PAGES: usize = 16;
+/// After serving a fault, the fault thread polls (without sleeping) up to this long for the
+/// next: a burst of faults (a scan) is answered without a wakeup.
+const SPIN_NS: u64 = 30_000;
+/// The spin shrinks (halves) each time it catches nothing, down to this, and is reset when
+/// faults come closer together than SPIN_NS: sparse faults (memcached's) do not cost 30 us
+/// of CPU each.
+const SPIN_MIN_NS: u64 = 2_000;
+/// How long the fault thread waits for room before serving the next faults anyway.
+const ROOM_WAIT_NS: u64 = 5_000_000;
+
+/// The fault thread's way to take the state lock: poll it, yielding the CPU in between (the
+/// other holders keep it for one page move or commit, a few us, but may be preempted on
+/// this CPU), rather than sleep on the futex, whose wakeup costs tens of us here; sleeps
+/// only if the lock stays taken for long (a munmap of a large region).
+pub(super) fn lock_spin(rt: &Runtime) -> MutexGuard<'_, State> {
+    let t0 = sys::now_ns();
+    loop {
+        match rt.st.try_lock() {
+            Ok(g) => return g,
+            Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if sys::now_ns() - t0 > SPIN_NS {
+                    return lock(rt);
+                }
+                // The holder may have been preempted on this CPU (2 CPUs, 3+ threads):
+                // let it run rather than spin against it.
+                // SAFETY: sched_yield has no memory effects.
+                unsafe { libc::sched_yield() };
+            }
+        }
+    }
+}
+
+impl Runtime {
+    pub(super) fn fault_loop(&self) {
+        let mut msgs = [Msg::default(); 32];
+        let mut pfd = libc::pollfd {
+            fd: self.uffd.fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let mut spin_ns = SPIN_NS;
+        let mut last_served = 0u64;
+        while !self.stop.load(Ordering::Relaxed) {
+            // SAFETY: `pfd` is a local pollfd of our userfaultfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, 200) };
+            if r <= 0 {
+                continue;
+            }
+            // Serve, then keep reading without sleeping for a short while: faults come in
+            // bursts, and a handler that is already awake answers the next one sooner. A
+            // fault within SPIN_NS of the previous one (caught spinning, or just missed)
+            // sets the spin back to SPIN_NS; a spin that catches nothing halves it.
+            if sys::now_ns() - last_served < SPIN_NS {
+                spin_ns = SPIN_NS;
+            }
+            let mut spinning = false;
+            loop {
+                let n = self.uffd.read_msgs(&mut msgs);
+                if n == 0 {
+                    if !spinning {
+                        break; // spurious wakeup
+                    }
+                    if sys::now_ns() - last_served > spin_ns {
+                        spin_ns = (spin_ns / 2).max(SPIN_MIN_NS);
+                        break;
+                    }
+                    std::hint::spin_loop();
+                    continue;
+                }
+                if spinning {
+                    spin_ns = SPIN_NS;
+                }
+                spinning = true;
+                let t0 = sys::now_ns();
+                self.fault_msgs.fetch_add(n as u64, Ordering::Relaxed);
+                let mut st = lock_spin(self);
+                for m in &msgs[..n] {
+                    if m.event == UFFD_EVENT_PAGEFAULT {
+                        self.serve(
+                            &mut st,
+                            sys::page_down(m.address as usize),
+                            m.flags & UFFD_PAGEFAULT_FLAG_WRITE != 0,
+                            t0,
+                        );
+                    }
+                }
+                self.flush_hint_dirty(&mut st);
+                let over = st.resident > st.limit_pages();
+                drop(st);
+                if over {
+                    self.make_room();
+                }
+                last_served = sys::now_ns();
+            }
+        }
+    }
+
+    /// DRAM is over budget + slack: wake the manager and wait (up to ROOM_WAIT_NS, never
+    /// holding the state lock) until it has evicted below the limit, so the faults that
+    /// follow do not push DRAM further over. Skipped while the manager cannot evict.
+    fn make_room(&self) {
+        if !self.can_make_room.load(Ordering::Relaxed) {
+            return;
+        }
+        let t0 = sys::now_ns();
+        loop {
+            let seen = self.room.load(Ordering::Acquire);
+            self.kick.fetch_add(1, Ordering::Release);
+            sys::futex_wake(&self.kick);
+            sys::futex_wait(&self.room, seen, 1_000_000);
+            let mut st = lock_spin(self);
+            if st.resident <= st.limit_pages()
+                || !self.can_make_room.load(Ordering::Relaxed)
+                || sys::now_ns() - t0 > ROOM_WAIT_NS
+                || self.stop.load(Ordering::Relaxed)
+            {
+                st.room_waits += 1;
+                st.room_wait_ns += sys::now_ns() - t0;
+                return;
+            }
+        }
+    }
+
+    fn serve(&self, st: &mut State, a: usize, write: bool, t0: u64) {
+        if !self.contains(a) || self.idx(a) >= st.hwm as usize {
+            // A staging slot read by the evictor after this thread moved its page back
+            // home (see `evict`): it reads zeros and discards what it read.
+            if !(self.in_staging(a) && self.uffd.zeropage(a, PAGE) == Op::Done) {
+                self.uffd.wake(a, PAGE);
+            }
+            return;
+        }
+        let i = self.idx(a);
+        match st.pages[i].state {
+            PageState::Absent => {
+                // Zero-fill the run of absent pages in this 64 KiB block around the fault.
+                let b0 = i / FILL_CHUNK_PAGES * FILL_CHUNK_PAGES;
+                let b1 = (b0 + FILL_CHUNK_PAGES).min(st.hwm as usize);
+                let mut lo = i;
+                while lo > b0 && st.pages[lo - 1].state == PageState::Absent {
+                    lo -= 1;
+                }
+                let mut hi = i + 1;
+                while hi < b1 && st.pages[hi].state == PageState::Absent {
+                    hi += 1;
+                }
+                let len = (hi - lo) * PAGE;
+                let op = if write {
+                    self.uffd.copy(self.addr(lo), zeros(len), len)
+                } else {
+                    self.uffd.zeropage(self.addr(lo), len)
+                };
+                let (lo, hi) = if op == Op::Done {
+                    (lo, hi)
+                } else {
+                    // Fall back to the faulting page alone.
+                    let op = if write {
+                        self.uffd.copy(a, zeros(PAGE), PAGE)
+                    } else {
+                        self.uffd.zeropage(a, PAGE)
+                    };
+                    if op != Op::Done {
+                        self.uffd.wake(a, PAGE);
+                    }
+                    if op != Op::Done && op != Op::Exists {
+                        return;
+                    }
+                    (i, i + 1)
+                };
+                for j in lo..hi {
+                    let f = st.pages[j].flags;
+                    st.set(j, Page::new(PageState::Resident, f));
+                }
+                st.first_touch += 1;
+                st.events.push(HeatEvent::Accessed { page: i as u32 });
+            }
+            PageState::Resident => {
+                // A stale message (another thread's fault already served), or the kernel
+                // dropped the page (MADV_FREE reclaimed it): zero is right in both cases.
+                if self.uffd.zeropage(a, PAGE) != Op::Done {
+                    self.uffd.wake(a, PAGE);
+                }
+            }
+            PageState::Staged { slot } => {
+                let slot = slot as usize;
+                let staged_at = st.hint_owner[slot].1;
+                match self.uffd.mv(a, self.hint_base + slot * PAGE, PAGE, true) {
+                    Op::Done => {
+                        Self::free_slot(st, slot as u32, false);
+                        let f = st.pages[i].flags & !F_INCOMPRESSIBLE;
+                        st.set(i, Page::new(PageState::Resident, f));
+                        st.hint_faults += 1;
+                        st.events.push(HeatEvent::HintFault {
+                            page: i as u32,
+                            time_to_fault_ns: t0.saturating_sub(staged_at) as f64,
+                        });
+                    }
+                    other => {
+                        report(&format!("hint un-stage of {a:#x} failed: {other:?}"));
+                        self.uffd.wake(a, PAGE);
+                    }
+                }
+            }
+            PageState::Compressed { tier, .. } => {
+                let tier = tier as usize;
+                if self.promote(st, i, Some(t0)) {
+                    st.events.push(HeatEvent::TierFault { page: i as u32 });
+                    let t = &mut st.tiers[tier - 1];
+                    t.faults += 1;
+                    let dt = sys::now_ns() - t0;
+                    t.hist.record(dt);
+                    st.stall_ns += dt;
+                } else {
+                    self.uffd.wake(a, PAGE);
+                }
+            }
+            PageState::Hole => {
+                self.uffd.wake(a, PAGE);
+            }
+        }
+    }
+
+    /// Install page `i` (staged or compressed) back at its address. Wakes waiters.
+    pub(super) fn promote(&self, st: &mut State, i: usize, _t0: Option<u64>) -> bool {
+        let a = self.addr(i);
+        let p = st.pages[i];
+        match p.state {
+            PageState::Staged { slot } => {
+                let slot = slot as usize;
+                let op = self.uffd.mv(a, self.hint_base + slot * PAGE, PAGE, true);
+                if op != Op::Done {
+                    report(&format!("un-stage of {a:#x} failed: {op:?}"));
+                    return false;
+                }
+                Self::free_slot(st, slot as u32, false);
+                st.set(i, Page::new(PageState::Resident, p.flags));
+                true
+            }
+            PageState::Compressed { tier, handle } => {
+                let ti = tier as usize - 1;
+                let handle = handle.get();
+                let mut buf = std::mem::take(&mut st.pbuf);
+                let ok = {
+                    let t = &st.tiers[ti];
+                    t.codec.decompress(t.pool.get(handle), &mut buf)
+                };
+                if !ok {
+                    report(&format!(
+                        "corrupt compressed page at {a:#x}: kept in its tier"
+                    ));
+                    st.pbuf = buf;
+                    return false;
+                }
+                let op = self.uffd.copy(a, buf.as_ptr(), PAGE);
+                st.pbuf = buf;
+                match op {
+                    Op::Done => {
+                        let t = &mut st.tiers[ti];
+                        t.pool.free(handle);
+                        t.pages -= 1;
+                        t.migr_out += 1;
+                        st.set(
+                            i,
+                            Page::new(PageState::Resident, p.flags & !F_INCOMPRESSIBLE),
+                        );
+                        true
+                    }
+                    other => {
+                        report(&format!(
+                            "install of {a:#x} failed: {other:?}; page kept compressed"
+                        ));
+                        false
+                    }
+                }
+            }
+            PageState::Hole | PageState::Absent | PageState::Resident => true,
+        }
+    }
+
+    pub(super) fn flush_hint_dirty(&self, st: &mut State) {
+        for slot in st.hint_dirty.drain(..) {
+            // SAFETY: drops the page of a hint slot of our staging mapping, whose owner has already
+            // moved on (the slot is dirty).
+            unsafe {
+                sys::madvise(
+                    self.hint_base + slot as usize * PAGE,
+                    PAGE,
+                    libc::MADV_DONTNEED,
+                )
+            };
+        }
+    }
+}
+
+/// A page-aligned run of zeros at least `len` bytes long (for UFFDIO_COPY).
+fn zeros(len: usize) -> *const u8 {
+    static Z: OnceLock<usize> = OnceLock::new();
+    let base = *Z.get_or_init(|| sys::map_anon(FILL_CHUNK_PAGES * PAGE).unwrap_or(0));
+    debug_assert!(len <= FILL_CHUNK_PAGES * PAGE);
+    base as *const u8
+}

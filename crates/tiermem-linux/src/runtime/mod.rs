@@ -1,0 +1,462 @@
+//! The runtime inside the program: one arena of managed regions on one userfaultfd, the
+//! page-state table, the fault thread, eviction/promotion, and the hint-fault sampler.
+//!
+//! Page states (`PageState`, one per 4 KiB page of the arena):
+//!
+//! ```text
+//!   HOLE        not handed out (PROT_NONE reservation); the kernel never faults to us
+//!   ABSENT      mapped, no data: no PTE; a fault installs zeros
+//!   RESIDENT    mapped, data in DRAM (the kernel's PTE; possibly swapped by the kernel)
+//!   STAGED      hint-sampled: the page was moved (UFFDIO_MOVE) to a hint slot; the next
+//!               access faults, we move it back and report the time to fault
+//!   COMPRESSED  the page lives in a compressed tier's pool; a fault decompresses it
+//! ```
+//!
+//! Invariants: ABSENT, STAGED and COMPRESSED pages have no PTE at their address; every
+//! transition happens under `State`'s lock; no thread touches arena memory while holding
+//! that lock (faults would need the lock to be served).
+//!
+//! The code, by seam:
+//!
+//! ```text
+//!   mod.rs      Runtime, State, init, the state lock, stats, thread start
+//!   page.rs     per-page state (Page, PageState, flags, Pin) and State::set
+//!   arena.rs    region reservation and the free map; release, untier, dontneed, remap
+//!   fault.rs    the fault thread: serve, promote, make_room
+//!   mover.rs    page moves between tiers: move_page, evict, end_batch (MoveResult)
+//!   sampler.rs  hint-fault sampling and the hint staging slots
+//!   thrash.rs   thrashing detection
+//!   fork.rs     atfork handling
+//! ```
+
+mod arena;
+mod fault;
+mod fork;
+mod mover;
+mod page;
+mod sampler;
+mod thrash;
+
+pub use mover::MoveResult;
+pub use page::{Page, PageState, Pin, PoolHandle, NO_TIER};
+pub use thrash::{Thrash, THRASH_SHARE, THRASH_WINDOW_NS};
+
+use crate::codec::Codec;
+use crate::config::{Budget, RuntimeConfig};
+use crate::pool::{AllocatorKind, Backing, Pool};
+use crate::stats::{Histogram, Stats, TierStats};
+use crate::sys::{self, PAGE};
+use crate::uffd::Uffd;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use tiermem_core::{HeatEvent, TierId};
+
+/// Eviction batch: pages moved to the eviction staging area before one DONTNEED frees them.
+pub const EVICT_BATCH: usize = 32;
+/// Hint staging slots (the eviction slots follow them in the same staging mapping).
+const HINT_SLOTS: usize = 4096;
+/// Minimum slack of the budget (1 MiB), see `State::limit_pages`.
+const SLACK_MIN_PAGES: u64 = 256;
+/// mremap(2) flag (Linux 5.7): move the pages, leave the source mapped and empty.
+const MREMAP_DONTUNMAP: i32 = 4;
+
+pub struct CTier {
+    pub codec: Codec,
+    pub pool: Pool,
+    pub max_bytes: usize,
+    pub pages: u64,
+    pub faults: u64,
+    pub hist: Histogram,
+    pub migr_in: u64,
+    pub migr_out: u64,
+    pub rejected: u64,
+}
+
+pub struct State {
+    pub pages: Vec<Page>,
+    pub placement: Vec<TierId>,
+    /// Free page ranges of the arena below `hwm` (start -> len).
+    free: BTreeMap<u32, u32>,
+    pub hwm: u32,
+    /// malloc blocks handed out: user pointer -> (region start, region bytes, user bytes).
+    pub blocks: HashMap<usize, (usize, usize, usize)>,
+    pub tiers: Vec<CTier>,
+    hint_free: Vec<u32>,
+    /// Per hint slot: (page index, time staged).
+    hint_owner: Vec<(u32, u64)>,
+    hint_dirty: Vec<u32>,
+    pub events: Vec<HeatEvent>,
+    pub resident: u64,
+    pub mapped: u64,
+    pub max_mapped: u64,
+    pub max_resident: u64,
+    pub budget: Budget,
+    pub frozen: bool,
+    scan_cursor: u32,
+    pub regions: u64,
+    pub hint_sampled: u64,
+    pub hint_faults: u64,
+    pub first_touch: u64,
+    /// Time the fault thread spent serving tier faults (decompress + install), ns.
+    pub stall_ns: u64,
+    /// Largest amount (pages) by which resident DRAM exceeded the budget.
+    pub max_excess: u64,
+    /// Times the fault thread waited for the manager to make room, and for how long.
+    pub room_waits: u64,
+    pub room_wait_ns: u64,
+    pub thrash: Thrash,
+    pub evict_busy: u64,
+    pub forks: u64,
+    pub quanta: u64,
+    cbuf: Vec<u8>,
+    pbuf: Vec<u8>,
+}
+
+pub struct Runtime {
+    pub cfg: RuntimeConfig,
+    pub uffd: Uffd,
+    pub arena: usize,
+    pub arena_pages: u32,
+    pub min_region: usize,
+    hint_base: usize,
+    evict_base: usize,
+    st: Mutex<State>,
+    pub start_ns: u64,
+    pub fault_tid: AtomicI32,
+    pub manager_tid: AtomicI32,
+    pub stop: AtomicBool,
+    pub publish: AtomicBool,
+    pub fault_msgs: AtomicU64,
+    /// Bumped (and woken) by the fault thread when DRAM is over budget + slack: the
+    /// manager runs its next quantum now instead of sleeping it out.
+    pub kick: AtomicU32,
+    /// Bumped (and woken) by the manager after each quantum's moves.
+    pub room: AtomicU32,
+    /// The manager's last quantum over budget freed DRAM: worth waiting for. False when
+    /// nothing could be evicted (pinned, incompressible): faults then go on over budget.
+    pub can_make_room: AtomicBool,
+}
+
+static RUNTIME: OnceLock<&'static Runtime> = OnceLock::new();
+/// Set in a forked child: the child's copy of the regions is no longer registered, the
+/// runtime's threads do not exist there, and every call passes straight to the kernel.
+pub static CHILD: AtomicBool = AtomicBool::new(false);
+
+/// The runtime of this process image, also in a forked child (where it must not be used
+/// except to recognise arena addresses).
+pub fn any() -> Option<&'static Runtime> {
+    RUNTIME.get().copied()
+}
+
+pub fn get() -> Option<&'static Runtime> {
+    if CHILD.load(Ordering::Relaxed) {
+        return None;
+    }
+    RUNTIME.get().copied()
+}
+
+fn lock(rt: &Runtime) -> MutexGuard<'_, State> {
+    rt.st.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl State {
+    pub fn footprint_pages(&self) -> u64 {
+        self.resident + self.tiers.iter().map(|t| t.pages).sum::<u64>()
+    }
+
+    pub fn budget_bytes(&self) -> u64 {
+        self.budget.bytes(self.footprint_pages() * PAGE as u64)
+    }
+
+    /// Resident pages above which faults wait for the manager to make room: the budget
+    /// plus a slack of max(budget / 32, 1 MiB). One batch of faults (at most 32 messages,
+    /// each zero-filling up to 64 KiB) can still land on top: docs/runtime.md.
+    pub fn limit_pages(&self) -> u64 {
+        let budget = self.budget_bytes() / PAGE as u64;
+        budget.saturating_add((budget / 32).max(SLACK_MIN_PAGES))
+    }
+}
+
+impl Runtime {
+    /// Create the runtime of this process and start its threads.
+    pub fn init(cfg: RuntimeConfig) -> std::io::Result<&'static Runtime> {
+        let _g = crate::InternalGuard::new();
+        if let Some(rt) = RUNTIME.get() {
+            return Ok(rt);
+        }
+        let uffd = Uffd::open()?;
+        let arena_bytes = (cfg.arena_bytes() as usize).min(16 << 40) & !(PAGE - 1);
+        // SAFETY: a fresh PROT_NONE reservation at an address the kernel picks; no existing memory
+        // is touched.
+        let arena = unsafe {
+            sys::mmap(
+                0,
+                arena_bytes,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if arena < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let arena = arena as usize;
+        let staging_bytes = (HINT_SLOTS + EVICT_BATCH) * PAGE;
+        let staging = sys::map_anon(staging_bytes)?;
+        // SAFETY: an advice on the staging mapping just created; no memory is freed.
+        unsafe { sys::madvise(staging, staging_bytes, libc::MADV_NOHUGEPAGE) };
+        uffd.register(staging, staging_bytes)?;
+        let tiers = cfg
+            .tiers
+            .iter()
+            .map(|t| CTier {
+                codec: Codec::parse(&t.codec).unwrap_or(Codec::Lz4),
+                pool: Pool::new(
+                    AllocatorKind::parse(&t.allocator).unwrap_or(AllocatorKind::Zsmalloc),
+                    Backing::parse(&t.backing).unwrap_or(Backing::Memory),
+                ),
+                max_bytes: t.max_compressed_bytes as usize,
+                pages: 0,
+                faults: 0,
+                hist: Histogram::default(),
+                migr_in: 0,
+                migr_out: 0,
+                rejected: 0,
+            })
+            .collect();
+        let st = State {
+            pages: Vec::new(),
+            placement: Vec::new(),
+            free: BTreeMap::new(),
+            hwm: 0,
+            blocks: HashMap::new(),
+            tiers,
+            hint_free: (0..HINT_SLOTS as u32).rev().collect(),
+            hint_owner: vec![(0, 0); HINT_SLOTS + EVICT_BATCH],
+            hint_dirty: Vec::new(),
+            events: Vec::new(),
+            resident: 0,
+            mapped: 0,
+            max_mapped: 0,
+            max_resident: 0,
+            budget: cfg.budget(),
+            frozen: false,
+            scan_cursor: 0,
+            regions: 0,
+            hint_sampled: 0,
+            hint_faults: 0,
+            first_touch: 0,
+            stall_ns: 0,
+            max_excess: 0,
+            room_waits: 0,
+            room_wait_ns: 0,
+            thrash: Thrash::default(),
+            evict_busy: 0,
+            forks: 0,
+            quanta: 0,
+            cbuf: Vec::with_capacity(8192),
+            pbuf: vec![0u8; PAGE],
+        };
+        let rt: &'static Runtime = Box::leak(Box::new(Runtime {
+            min_region: cfg.min_region_bytes() as usize,
+            cfg,
+            uffd,
+            arena,
+            arena_pages: (arena_bytes / PAGE) as u32,
+            hint_base: staging,
+            evict_base: staging + HINT_SLOTS * PAGE,
+            st: Mutex::new(st),
+            start_ns: sys::now_ns(),
+            fault_tid: AtomicI32::new(0),
+            manager_tid: AtomicI32::new(0),
+            stop: AtomicBool::new(false),
+            publish: AtomicBool::new(true),
+            fault_msgs: AtomicU64::new(0),
+            kick: AtomicU32::new(0),
+            room: AtomicU32::new(0),
+            can_make_room: AtomicBool::new(true),
+        }));
+        if RUNTIME.set(rt).is_err() {
+            return Ok(RUNTIME.get().unwrap());
+        }
+        // SAFETY: the handlers are `extern "C"` fns of this module, valid for the life of the
+        // process.
+        unsafe {
+            libc::pthread_atfork(
+                Some(fork::atfork_prepare),
+                Some(fork::atfork_parent),
+                Some(fork::atfork_child),
+            )
+        };
+        spawn_internal(rt, c"tiermem-fault", 256 << 10, |rt| {
+            rt.fault_tid.store(sys::gettid(), Ordering::Relaxed);
+            rt.fault_loop();
+        })?;
+        spawn_internal(rt, c"tiermem-mgr", 1 << 20, |rt| {
+            rt.manager_tid.store(sys::gettid(), Ordering::Relaxed);
+            crate::backend::manager_loop(rt);
+        })?;
+        Ok(rt)
+    }
+
+    #[inline]
+    pub fn contains(&self, addr: usize) -> bool {
+        addr >= self.arena && addr < self.arena + self.arena_pages as usize * PAGE
+    }
+
+    #[inline]
+    fn idx(&self, addr: usize) -> usize {
+        (addr - self.arena) / PAGE
+    }
+    #[inline]
+    fn addr(&self, idx: usize) -> usize {
+        self.arena + idx * PAGE
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        lock(self)
+    }
+
+    /// At exit: stop publishing stats and remove the control directory.
+    pub fn stop_publishing(&self) {
+        self.publish.store(false, Ordering::SeqCst);
+        crate::control::Control::new(&self.cfg.run_dir, std::process::id()).remove();
+    }
+
+    // ------------------------------------------------------------------ stats
+
+    pub fn stats(&self) -> Stats {
+        // Read before taking the lock (a file read).
+        let anon = process_anon_bytes();
+        let st = lock(self);
+        let pools: u64 = st.tiers.iter().map(|t| t.pool.pool_bytes).sum();
+        let ft = self.fault_tid.load(Ordering::Relaxed);
+        let mt = self.manager_tid.load(Ordering::Relaxed);
+        let (cf, cm) = (
+            sys::thread_cpu_ns(ft) as f64 / 1e9,
+            sys::thread_cpu_ns(mt) as f64 / 1e9,
+        );
+        Stats {
+            pid: std::process::id(),
+            uptime_s: (sys::now_ns() - self.start_ns) as f64 / 1e9,
+            budget: st.budget.describe(),
+            budget_bytes: st.budget_bytes().min(i64::MAX as u64),
+            managed_bytes: st.mapped * PAGE as u64,
+            max_managed_bytes: st.max_mapped * PAGE as u64,
+            resident_bytes: st.resident * PAGE as u64,
+            max_resident_bytes: st.max_resident * PAGE as u64,
+            footprint_bytes: st.footprint_pages() * PAGE as u64,
+            regions: st.regions,
+            hint_sampled: st.hint_sampled,
+            hint_faults: st.hint_faults,
+            first_touch_faults: st.first_touch,
+            evict_busy: st.evict_busy,
+            tiers: st
+                .tiers
+                .iter()
+                .enumerate()
+                .map(|(k, t)| TierStats {
+                    name: format!("{}:{}", k + 1, t.codec.name()),
+                    codec: t.codec.name(),
+                    allocator: t.pool.kind.name().into(),
+                    pages: t.pages,
+                    stored_bytes: t.pages * PAGE as u64,
+                    compressed_bytes: t.pool.stored_bytes,
+                    pool_bytes: t.pool.pool_bytes,
+                    faults: t.faults,
+                    fault_p50_ns: t.hist.quantile(0.5),
+                    fault_p99_ns: t.hist.quantile(0.99),
+                    migrations_in: t.migr_in,
+                    migrations_out: t.migr_out,
+                    rejected_incompressible: t.rejected,
+                })
+                .collect(),
+            cpu_s: cf + cm,
+            cpu_fault_thread_s: cf,
+            cpu_manager_thread_s: cm,
+            forks: st.forks,
+            tier_fault_service_s: st.stall_ns as f64 / 1e9,
+            max_over_budget_bytes: st.max_excess * PAGE as u64,
+            room_waits: st.room_waits,
+            room_wait_s: st.room_wait_ns as f64 / 1e9,
+            thrashing: st.thrash.flagged,
+            suggested_budget: st.thrash.suggestion.clone(),
+            process_anon_bytes: anon,
+            unmanaged_anon_bytes: anon.saturating_sub(st.resident * PAGE as u64 + pools),
+            quanta: st.quanta,
+        }
+    }
+}
+
+/// Resident anonymous memory of this process (RssAnon of /proc/self/status), bytes.
+fn process_anon_bytes() -> u64 {
+    let _g = crate::InternalGuard::new();
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("RssAnon:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// One line on stderr (never panics, never allocates through the program's allocator).
+pub fn report(msg: &str) {
+    let _g = crate::InternalGuard::new();
+    let line = format!("tiermem[{}]: {msg}\n", std::process::id());
+    // SAFETY: `line` is a live buffer of `line.len()` bytes.
+    unsafe { libc::write(2, line.as_ptr() as *const libc::c_void, line.len()) };
+}
+
+/// Start one of tiermem's threads with pthread_create directly, so the thread is marked
+/// internal before any Rust code runs in it (std's thread start frees memory allocated by
+/// the spawning thread; it must go back to the allocator it came from).
+fn spawn_internal(
+    rt: &'static Runtime,
+    name: &'static std::ffi::CStr,
+    stack: usize,
+    f: fn(&'static Runtime),
+) -> std::io::Result<()> {
+    struct Start {
+        rt: &'static Runtime,
+        f: fn(&'static Runtime),
+    }
+    extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
+        let _g = crate::InternalGuard::new();
+        crate::mark_runtime_thread();
+        // SAFETY: `arg` is the Box leaked by `spawn_internal` for this thread only, taken back
+        // exactly once.
+        let s = unsafe { Box::from_raw(arg as *mut Start) };
+        (s.f)(s.rt);
+        std::ptr::null_mut()
+    }
+    let arg = Box::into_raw(Box::new(Start { rt, f })) as *mut libc::c_void;
+    // SAFETY: the sigsets and attr are locals initialised before use; `arg` is freed here only if
+    // the thread was not created.
+    unsafe {
+        // The program's signal handlers must never run on our threads (a handler touching
+        // managed memory on the fault thread would deadlock it): the new thread starts with
+        // every signal blocked (inherited from this mask, restored right after).
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut attr);
+        libc::pthread_attr_setstacksize(&mut attr, stack);
+        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+        let mut th: libc::pthread_t = 0;
+        let r = libc::pthread_create(&mut th, &attr, start, arg);
+        libc::pthread_attr_destroy(&mut attr);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if r != 0 {
+            drop(Box::from_raw(arg as *mut Start));
+            return Err(std::io::Error::from_raw_os_error(r));
+        }
+        libc::pthread_setname_np(th, name.as_ptr());
+    }
+    Ok(())
+}

@@ -1,0 +1,169 @@
+//! Per-page state: the page-state table's row, its flags, and the one place that changes
+//! a row (`State::set`, which keeps the resident/mapped counts and the placement in step).
+
+use super::{Runtime, State};
+use crate::pool::Handle;
+use crate::sys::PAGE;
+use tiermem_core::TierId;
+
+/// Placement of pages that hold no data (absent or holes): they are in no tier.
+pub const NO_TIER: TierId = TierId(u8::MAX);
+
+/// Where the data of one page of the arena is (see the state diagram in `runtime/mod.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PageState {
+    /// Not handed out (PROT_NONE reservation); the kernel never faults to us.
+    #[default]
+    Hole,
+    /// Mapped, no data: no PTE; a fault installs zeros.
+    Absent,
+    /// Mapped, data in DRAM (the kernel's PTE).
+    Resident,
+    /// Moved (UFFDIO_MOVE) to staging slot `slot` (a hint slot, or an eviction slot while
+    /// the manager compresses it); an access faults and moves it back.
+    Staged { slot: u32 },
+    /// In compressed tier `tier` (1-based: tier 0 is DRAM), pool object `handle`.
+    Compressed { tier: u8, handle: PoolHandle },
+}
+
+/// A pool handle kept as two 32-bit halves: 4-byte alignment lets `PageState` fit in 12
+/// bytes and a `Page` (state + flags) in 16, the size of the former struct of separate
+/// kind/tier/flags/handle fields (`size_of::<Page>()` 16 before and after, checked below).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolHandle([u32; 2]);
+
+impl PoolHandle {
+    pub fn new(h: Handle) -> Self {
+        PoolHandle([h as u32, (h >> 32) as u32])
+    }
+    pub fn get(self) -> Handle {
+        self.0[0] as u64 | (self.0[1] as u64) << 32
+    }
+}
+
+impl PageState {
+    /// Counted as resident DRAM: in the address space, or staged (still a DRAM page, in a
+    /// staging slot).
+    pub fn in_dram(self) -> bool {
+        matches!(self, PageState::Resident | PageState::Staged { .. })
+    }
+
+    /// The tier the page's data is in, as the policy sees it.
+    pub fn placement(self) -> TierId {
+        match self {
+            PageState::Resident | PageState::Staged { .. } => TierId(0),
+            PageState::Compressed { tier, .. } => TierId(tier),
+            PageState::Hole | PageState::Absent => NO_TIER,
+        }
+    }
+}
+
+/// Pinned by mlock (the kernel refuses to move an mlocked page).
+pub(super) const F_PIN_LOCK: u8 = 1;
+pub(super) const F_INCOMPRESSIBLE: u8 = 2;
+/// Pinned by mprotect to anything but read-write (a protection change needs the page home).
+pub(super) const F_PIN_PROT: u8 = 4;
+/// Either reason keeps the page in DRAM; each is cleared by its own undo (munlock,
+/// mprotect back to read-write).
+pub(super) const F_PINNED: u8 = F_PIN_LOCK | F_PIN_PROT;
+
+/// Why a range is pinned in DRAM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pin {
+    Lock,
+    Protect,
+}
+
+impl Pin {
+    pub(super) fn flag(self) -> u8 {
+        match self {
+            Pin::Lock => F_PIN_LOCK,
+            Pin::Protect => F_PIN_PROT,
+        }
+    }
+}
+
+/// One row of the page-state table: the state, and flags that outlive state changes (a pin
+/// stays while the page moves; holes carry none).
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Page {
+    pub state: PageState,
+    pub flags: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Page>() <= 16);
+
+impl Page {
+    pub fn new(state: PageState, flags: u8) -> Self {
+        Page { state, flags }
+    }
+}
+
+impl State {
+    pub(super) fn set(&mut self, i: usize, p: Page) {
+        let old = self.pages[i].state;
+        let new = p.state;
+        if old.in_dram() {
+            self.resident -= 1;
+        }
+        if new.in_dram() {
+            self.resident += 1;
+            self.max_resident = self.max_resident.max(self.resident);
+            // A few arithmetic operations per installed page (a fault costs microseconds).
+            let budget = self.budget_bytes() / PAGE as u64;
+            self.max_excess = self.max_excess.max(self.resident.saturating_sub(budget));
+        }
+        let (was_hole, is_hole) = (old == PageState::Hole, new == PageState::Hole);
+        if !was_hole && is_hole {
+            self.mapped -= 1;
+        }
+        if was_hole && !is_hole {
+            self.mapped += 1;
+            self.max_mapped = self.max_mapped.max(self.mapped);
+        }
+        self.pages[i] = p;
+        self.placement[i] = new.placement();
+    }
+}
+
+impl Runtime {
+    /// Drop whatever data page `i` holds (pool object, hint slot); does not touch its PTE.
+    pub(super) fn drop_data(&self, st: &mut State, i: usize) {
+        match st.pages[i].state {
+            PageState::Compressed { tier, handle } => {
+                let t = &mut st.tiers[tier as usize - 1];
+                t.pool.free(handle.get());
+                t.pages -= 1;
+            }
+            PageState::Staged { slot } => Self::free_slot(st, slot, true),
+            PageState::Hole | PageState::Absent | PageState::Resident => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_handle_round_trips() {
+        for h in [
+            0,
+            1,
+            u32::MAX as u64,
+            1 << 32,
+            0x1234_5678_9abc_def0,
+            u64::MAX,
+        ] {
+            assert_eq!(PoolHandle::new(h).get(), h);
+        }
+    }
+
+    #[test]
+    fn page_row_is_16_bytes() {
+        // The former struct (kind, tier, flags: u8; handle: u64) was 16 bytes.
+        assert_eq!(std::mem::size_of::<Page>(), 16);
+        assert_eq!(Page::default().state, PageState::Hole);
+        assert_eq!(Page::default().flags, 0);
+    }
+}
