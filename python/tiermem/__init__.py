@@ -6,14 +6,14 @@ A thin front over the Rust core (module ``tiermem._native``)::
     res = tiermem.simulate("examples/sim.toml")
     res.summary                  # dict, as summary.json
     res.timeseries               # pandas DataFrame, one row per quantum
-    df = tiermem.sweep(cfg, {"machine.antagonist_cores": [0, 5, 10, 15]}, jobs=2)
+    df = tiermem.sweep(cfg, {"machine.tiers[1].capacity": ["64G", "96G"]}, jobs=2)
     tiermem.reproduce("colloid-fig1", "out/fig1", quick=True)
 """
 
 from __future__ import annotations
 
 from .api import SimResult, reproduce, simulate
-from .config import apply_overrides, from_toml, set_dotted, to_toml
+from .config import apply_overrides, from_toml, set_path, to_toml
 from .errors import ConfigError, ConfigNotFoundError, TiermemError, TraceError, UnsupportedError
 from .sweeps import sweep
 
@@ -26,7 +26,7 @@ __all__ = [
     "sweep",
     "to_toml",
     "from_toml",
-    "set_dotted",
+    "set_path",
     "apply_overrides",
     "TiermemError",
     "ConfigError",
