@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -66,7 +67,7 @@ def simulate(config: ConfigLike, overrides: Mapping[str, Any] | None = None) -> 
         # only, never line numbers in text the user did not write.
         origin = origin if origin.startswith("<dict") else f"<dict: {origin} with overrides>"
     summary_json, columns = native().simulate(text, origin)
-    frame = pd.DataFrame({name: values for name, values in columns})
+    frame = pd.DataFrame(dict(columns))
     return SimResult(summary=json.loads(summary_json), timeseries=frame)
 
 

@@ -107,10 +107,10 @@ def apply_overrides(config: ConfigLike, overrides: Mapping[str, Any]) -> dict[st
     >>> base = {"machine": {"tiers": [{"capacity": "32G"}, {"capacity": "96G"}]}}
     >>> apply_overrides(base, {"machine.tiers[1].capacity": "64G", "policy.policy": "tpp"})
     {'machine': {'tiers': [{'capacity': '32G'}, {'capacity': '64G'}]}, 'policy': {'policy': 'tpp'}}
-    >>> apply_overrides(base, {"machine.tiers[2].capacity": "1G"})
+    >>> apply_overrides(base, {"machine.tiers[2].capacity": "1G"})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    tiermem.errors.ConfigError: field `machine.tiers[2].capacity`: `machine.tiers` has 2 entries, so index 2 does not exist; use 0..1
+    tiermem.errors.ConfigError: field `machine.tiers[2].capacity`: `machine.tiers` has 2 entries, so index 2 ...
     """
     text, origin = resolve(config)
     return from_toml(override_text(text, origin, overrides))

@@ -375,7 +375,7 @@ def plot_timeseries(directory: Path) -> list[Path]:
     if "used_bytes" in tiers or shares:
         panels = [p for p in ("used_bytes", "shares") if (p == "shares" and shares) or p in tiers]
         fig, axes = new_figure(len(panels), 1, sharex=True)
-        for ax, panel in zip(axes[:, 0], panels):
+        for ax, panel in zip(axes[:, 0], panels, strict=True):
             if panel == "used_bytes":
                 for i, col in sorted(tiers["used_bytes"].items()):
                     ax.plot(t, ts[col] / 2**30, label=tier_label(i))
@@ -429,7 +429,7 @@ def plot_colloid_fig1(directory: Path) -> list[Path]:
         systems = [s for s in systems_of(list(rows["system"]), summary) if s != BEST_CASE]
         fig, axes = new_figure(1, max(len(systems), 1), size=(4.0 * max(len(systems), 1), 4.0), sharey=True)
         long = rows.melt(id_vars=["system", "contention"], value_vars=list(lat_cols), var_name="tier", value_name="latency_ns")
-        for ax, system in zip(axes[0], systems):
+        for ax, system in zip(axes[0], systems, strict=False):
             grouped_bars(ax, long[long["system"] == system], "contention", "tier", "latency_ns",
                          series_order=list(lat_cols), series_label=lat_cols.get, group_label=_contention_label,
                          xlabel="contention", legend=ax is axes[0, 0])
@@ -457,7 +457,8 @@ def plot_colloid_fig5(directory: Path) -> list[Path]:
     rows = read_summary_rows(directory, ["system", "contention", "throughput", "colloid"])
     summary = _read_summary_or_empty(directory)
     system_label = system_labeler(summary)
-    rows = rows.assign(variant=[f"{s}+colloid" if c else s for s, c in zip(rows["system"], rows["colloid"].astype(bool))])
+    flags = rows["colloid"].astype(bool)
+    rows = rows.assign(variant=[f"{s}+colloid" if c else s for s, c in zip(rows["system"], flags, strict=True)])
     best = _with_best_case(rows.drop(columns=["variant"]))
     best = best[best["system"] == BEST_CASE].assign(variant=BEST_CASE)
     data = pd.concat([rows[rows["system"] != BEST_CASE], best], ignore_index=True)
@@ -491,7 +492,7 @@ def _gain_heatmaps(directory: Path, ycol: str, ylabel: str, out: str, title: str
     fig, axes = new_figure(1, n, size=(4.0 * n + 1.0, 4.0))
     vmin, vmax = float(rows["gain"].min()), float(rows["gain"].max())
     img = None
-    for ax, system in zip(axes[0], systems):
+    for ax, system in zip(axes[0], systems, strict=False):
         img = heatmap(ax, rows[rows["system"] == system], "contention", ycol, "gain",
                       x_label=_contention_label, y_label=y_label, vmin=vmin, vmax=vmax)
         ax.set_title(label(system))

@@ -24,7 +24,7 @@ def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
         if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__iter__"):
             raise TypeError(f"grid[{k!r}] must be a list of values, not {type(v).__name__}")
         values.append([_plain(x) for x in v])
-    return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
 
 
 def _plain(x: Any) -> Any:
@@ -73,7 +73,7 @@ def sweep(base_config: ConfigLike, grid: Mapping[str, Sequence[Any]], jobs: int 
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             rows = list(pool.map(_run_point, itertools.repeat(text), points))
     table = []
-    for point, row in zip(points, rows):
+    for point, row in zip(points, rows, strict=True):
         merged = dict(point)
         for k, v in row.items():
             merged.setdefault(k, v)

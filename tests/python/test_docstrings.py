@@ -16,7 +16,6 @@ import shutil
 import pytest
 
 import tiermem
-
 from conftest import skip_e2e
 
 MODULES = ["tiermem"] + [f"tiermem.{m.name}" for m in pkgutil.iter_modules(tiermem.__path__)

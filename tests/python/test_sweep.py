@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 import tiermem
-from tiermem import api, config, sweeps as sweep_mod
+from tiermem import api, config
+from tiermem import sweeps as sweep_mod
 
 BASE = {
     "seed": 1,
@@ -61,7 +62,7 @@ def test_sweep_overrides_paths(fake):
     assert len(df) == 12 and len(fake.calls) == 12
     assert list(df.columns[:3]) == list(grid)
     # every config the simulator saw carries exactly its point's overrides
-    for (_, row), seen in zip(df.iterrows(), fake.calls):
+    for (_, row), seen in zip(df.iterrows(), fake.calls, strict=True):
         assert seen["machine"]["antagonist_cores"] == row["machine.antagonist_cores"]
         assert seen["tiers"][1]["latency_ns"] == row["tiers[1].latency_ns"]
         assert seen["tiers"][0]["latency_ns"] == 70.0
