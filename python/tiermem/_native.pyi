@@ -3,7 +3,19 @@
 Use the public API in :mod:`tiermem` instead of calling these directly.
 """
 
+from typing import Any
+
 __version__: str
+
+def apply_overrides(toml_text: str, origin: str, overrides: list[tuple[str, Any]]) -> str:
+    """Apply ``(path, value)`` overrides in order to the TOML document ``toml_text`` and
+    return the new document (``tiermem_sim::overrides``, as ``tiermem sim --set``).
+
+    Paths are ``machine.tiers[1].capacity`` style; values are bool, int, float, str, lists
+    and dicts of them (``None`` entries of a dict are left out). Raises
+    :class:`tiermem.ConfigError` naming the path for a malformed or impossible path or a
+    value TOML cannot hold.
+    """
 
 def simulate(toml_text: str, origin: str) -> tuple[str, list[tuple[str, list[float]]]]:
     """Run one simulation.

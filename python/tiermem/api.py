@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
-from .config import ConfigLike, apply_overrides, resolve
-from .errors import ConfigError, TiermemError, dotted
+from .config import ConfigLike, native_module, override_text, resolve
+from .errors import TiermemError
 
 __all__ = ["SimResult", "simulate", "reproduce", "native"]
 
@@ -20,13 +20,7 @@ __all__ = ["SimResult", "simulate", "reproduce", "native"]
 def native() -> ModuleType:
     """The compiled ``tiermem._native`` module (imported on first use, so that plotting
     and the results page work without it)."""
-    try:
-        from . import _native
-    except ImportError as e:  # pragma: no cover - depends on the build
-        raise TiermemError(
-            "tiermem's native module is not built: run `make setup` (or `maturin develop --release`)"
-        ) from e
-    return _native
+    return native_module()
 
 
 @dataclass
@@ -61,26 +55,19 @@ def simulate(config: ConfigLike, overrides: Mapping[str, Any] | None = None) -> 
     """Simulate one config.
 
     ``config`` is a path to a TOML file, TOML text, or a dict (converted with tomli-w).
-    ``overrides`` maps dotted paths (``"workload.hot_set_bytes"``) to values applied on top.
-    Raises :class:`tiermem.ConfigError` (naming the field) for an invalid config.
+    ``overrides`` maps paths (``"workload.hot_set"``, ``"machine.tiers[1].capacity"``) to
+    values applied on top (see :func:`tiermem.apply_overrides`).
+    Raises :class:`tiermem.ConfigError` (naming the field, in the same path syntax) for an
+    invalid config.
     """
-    if overrides:
-        if not isinstance(config, Mapping):
-            from .config import from_toml
-
-            text, _origin = resolve(config)
-            config = from_toml(text)
-        config = apply_overrides(config, overrides)
     text, origin = resolve(config)
-    try:
-        summary_json, columns = native().simulate(text, origin)
-    except ConfigError as e:
-        if origin != "<dict>":
-            raise
-        # Generated TOML: cite dotted field paths (what set_dotted and sweeps take), never
-        # positions in text the user did not write.
-        raise ConfigError(re.sub(r"`([A-Za-z_][\w.\[\]]*)`", lambda m: f"`{dotted(m.group(1))}`", str(e))) from None
-    frame = pd.DataFrame({name: values for name, values in columns})
+    if overrides:
+        text = override_text(text, origin, overrides)
+        # Generated text: an origin starting with `<dict` makes errors name field paths
+        # only, never line numbers in text the user did not write.
+        origin = origin if origin.startswith("<dict") else f"<dict: {origin} with overrides>"
+    summary_json, columns = native().simulate(text, origin)
+    frame = pd.DataFrame(dict(columns))
     return SimResult(summary=json.loads(summary_json), timeseries=frame)
 
 

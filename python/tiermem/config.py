@@ -1,19 +1,20 @@
-"""Configs as Python values: load from a path, TOML text or dict; dotted-path overrides."""
+"""Configs as Python values: load from a path, TOML text or dict; path overrides
+(``machine.tiers[1].capacity``), applied by the Rust core."""
 
 from __future__ import annotations
 
-import copy
 import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Union
 
 import tomli_w
 
-from .errors import ConfigError, ConfigNotFoundError
+from .errors import ConfigError, ConfigNotFoundError, TiermemError
 
-__all__ = ["ConfigLike", "to_toml", "from_toml", "resolve", "set_dotted", "get_dotted", "apply_overrides"]
+__all__ = ["ConfigLike", "to_toml", "from_toml", "resolve", "set_path", "apply_overrides", "override_text"]
 
 #: What :func:`tiermem.simulate` accepts: a path to a TOML file, TOML text, or a dict.
 ConfigLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
@@ -70,90 +71,59 @@ def resolve(config: ConfigLike) -> tuple[str, str]:
     raise TypeError(f"config must be a path, TOML text or a dict, not {type(config).__name__}")
 
 
-def _split(path: str) -> list[str]:
-    parts = path.split(".") if isinstance(path, str) else []
-    if not path or any(p == "" for p in parts):
-        raise ConfigError(f"bad dotted path {path!r}: write table and field names separated by dots, e.g. 'machine.tiers.1.capacity'")
-    return parts
-
-
-def _path_error(path: str, message: str) -> ConfigError:
-    """A ConfigError about a dotted path; ``.field`` is that path."""
-    err = ConfigError(message)
-    err.field = path
-    err.fields = [path]
-    return err
-
-
-def _index(node: list[Any], parts: list[str], depth: int, path: str) -> int:
-    """The list index that ``parts[depth]`` names, checked against ``node``."""
-    part = parts[depth]
-    where = ".".join(parts[:depth]) or "the config"
+def native_module() -> ModuleType:
+    """The compiled ``tiermem._native`` module (imported on first use, so that plotting
+    and the results page work without it)."""
     try:
-        i = int(part)
-    except ValueError:
-        raise _path_error(
-            path, f"bad path {path!r}: {where!r} is a list, so {part!r} must be an index 0..{len(node) - 1}"
-        ) from None
-    if not 0 <= i < len(node):
-        raise _path_error(
-            path, f"bad path {path!r}: {where!r} has {len(node)} entries, so index {i} does not exist"
-            + (f"; use 0..{len(node) - 1}" if node else "")
-        )
-    return i
+        from . import _native
+    except ImportError as e:  # pragma: no cover - depends on the build
+        raise TiermemError(
+            "tiermem's native module is not built: run `make setup` (or `maturin develop --release`)"
+        ) from e
+    return _native
 
 
-def get_dotted(config: Mapping[str, Any], path: str) -> Any:
-    """Value at a dotted path such as ``"workload.hot_set_bytes"`` or ``"tiers.1.latency_ns"``."""
-    parts = _split(path)
-    node: Any = config
-    for depth, part in enumerate(parts):
-        if isinstance(node, list):
-            node = node[_index(node, parts, depth, path)]
-        elif isinstance(node, Mapping):
-            if part not in node:
-                where = ".".join(parts[:depth]) or "the config"
-                raise _path_error(path, f"bad path {path!r}: {where!r} has no field {part!r}")
-            node = node[part]
-        else:
-            where = ".".join(parts[:depth])
-            raise _path_error(path, f"bad path {path!r}: {where!r} is a {type(node).__name__}, not a table")
-    return node
-
-
-def set_dotted(config: dict[str, Any], path: str, value: Any) -> None:
-    """Set the value at a dotted path in place, creating missing tables.
-
-    A numeric segment indexes into an array of tables (``"tiers.0.capacity_bytes"``).
-    A path that cannot exist (an index past the end, a field of a number) raises
-    :class:`tiermem.ConfigError` naming it.
-    """
-    parts = _split(path)
-    node: Any = config
-    for depth, part in enumerate(parts[:-1]):
-        if isinstance(node, list):
-            node = node[_index(node, parts, depth, path)]
-            if not isinstance(node, (dict, list)):
-                where = ".".join(parts[: depth + 1])
-                raise _path_error(path, f"cannot set {path!r}: {where!r} is a {type(node).__name__}, not a table")
-            continue
-        child = node.get(part)
-        if child is None:
-            child = node[part] = {}
-        elif not isinstance(child, (dict, list)):
-            where = ".".join(parts[: depth + 1])
-            raise _path_error(path, f"cannot set {path!r}: {where!r} is a {type(child).__name__}, not a table")
-        node = child
-    last = parts[-1]
-    if isinstance(node, list):
-        node[_index(node, parts, len(parts) - 1, path)] = value
-    else:
-        node[last] = value
-
-
-def apply_overrides(config: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """A deep copy of ``config`` with each dotted-path override applied."""
-    out = copy.deepcopy(dict(config))
+def override_text(text: str, origin: str, overrides: Mapping[str, Any]) -> str:
+    """TOML ``text`` (from ``origin``) with each override applied in order, by the Rust
+    core (``tiermem_sim::overrides``, the same code as ``tiermem sim --set``)."""
+    pairs = []
     for path, value in overrides.items():
-        set_dotted(out, path, value)
-    return out
+        if not isinstance(path, str):
+            raise TypeError(f"override paths are strings such as 'machine.tiers[1].capacity', not {path!r}")
+        pairs.append((path, value))
+    return native_module().apply_overrides(text, origin, pairs)
+
+
+def apply_overrides(config: ConfigLike, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A new config dict: ``config`` (a path, TOML text or a dict; left untouched) with
+    each override applied.
+
+    ``overrides`` maps paths to values. A path names tables with dots and array elements
+    with ``[i]``, as config errors do: ``"machine.tiers[1].capacity"`` is ``capacity`` in
+    the second ``[[machine.tiers]]``. Missing tables are created (``"colloid.delta"``); a
+    path that cannot exist (an index past the end, a field of a number, a malformed path)
+    raises :class:`tiermem.ConfigError` naming it (``err.field`` is the path).
+
+    >>> base = {"machine": {"tiers": [{"capacity": "32G"}, {"capacity": "96G"}]}}
+    >>> apply_overrides(base, {"machine.tiers[1].capacity": "64G", "policy.policy": "tpp"})
+    {'machine': {'tiers': [{'capacity': '32G'}, {'capacity': '64G'}]}, 'policy': {'policy': 'tpp'}}
+    >>> apply_overrides(base, {"machine.tiers[2].capacity": "1G"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tiermem.errors.ConfigError: field `machine.tiers[2].capacity`: `machine.tiers` has 2 entries, so index 2 ...
+    """
+    text, origin = resolve(config)
+    return from_toml(override_text(text, origin, overrides))
+
+
+def set_path(config: dict[str, Any], path: str, value: Any) -> None:
+    """Set the value at ``path`` in ``config`` in place (see :func:`apply_overrides`).
+
+    >>> c = {"seed": 1}
+    >>> set_path(c, "workload.hot_set", "24G")
+    >>> c
+    {'seed': 1, 'workload': {'hot_set': '24G'}}
+    """
+    new = apply_overrides(config, {path: value})
+    config.clear()
+    config.update(new)

@@ -16,31 +16,25 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["TiermemError", "ConfigError", "ConfigNotFoundError", "TraceError", "UnsupportedError", "dotted"]
+__all__ = ["TiermemError", "ConfigError", "ConfigNotFoundError", "TraceError", "UnsupportedError"]
 
 
 class TiermemError(Exception):
     """Base class of every error tiermem raises."""
 
 
-def dotted(path: str) -> str:
-    """``machine.tiers[1].capacity`` -> ``machine.tiers.1.capacity`` (the form
-    :func:`tiermem.set_dotted` and sweeps take)."""
-    return re.sub(r"\[(\d+)\]", r".\1", path)
-
-
 class ConfigError(TiermemError, ValueError):
     """A config (or an argument) is invalid; the message names the field path.
 
-    ``field`` is the first field the message names, as a dotted path
-    (``"machine.tiers.1.capacity"``), or ``None``; ``fields`` lists every one (a config
-    missing several required fields names them all).
+    ``field`` is the first field the message names, as a path in the syntax that
+    overrides and sweeps take (``"machine.tiers[1].capacity"``), or ``None``; ``fields``
+    lists every one (a config missing several required fields names them all).
     """
 
     def __init__(self, *args: object) -> None:
         super().__init__(*args)
         message = str(args[0]) if args else ""
-        self.fields: list[str] = [dotted(f) for f in re.findall(r"`([A-Za-z_][\w.\[\]]*)`", message)
+        self.fields: list[str] = [f for f in re.findall(r"`([A-Za-z_][\w.\[\]-]*)`", message)
                                   if _is_path(message, f)]
         self.field: str | None = self.fields[0] if self.fields else None
 

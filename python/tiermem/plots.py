@@ -37,6 +37,9 @@ __all__ = [
     "heatmap",
     "lines",
     "read_summary_rows",
+    "systems_of",
+    "system_labeler",
+    "tier_latency_columns",
     "main",
 ]
 
@@ -49,8 +52,8 @@ PlotFn = Callable[[Path], list[Path]]
 #: Registered plot kinds: name -> function(DIR) -> written PNG paths.
 KINDS: dict[str, PlotFn] = {}
 
-SYSTEM_ORDER = ["hemem", "tpp", "memtis", "best-case"]
-SYSTEM_LABELS = {"hemem": "HeMem", "tpp": "TPP", "memtis": "MEMTIS", "best-case": "best case"}
+#: The series the Colloid plots synthesize from ``best_case_throughput`` (drawn last).
+BEST_CASE = "best-case"
 
 
 def kind(name: str) -> Callable[[PlotFn], PlotFn]:
@@ -220,8 +223,53 @@ def _contention_label(c: Any) -> str:
     return f"{c:g}x" if isinstance(c, (int, float)) else str(c)
 
 
-def _system_label(s: Any) -> str:
-    return SYSTEM_LABELS.get(s, str(s))
+def systems_of(values: Sequence[Any], summary: Mapping[str, Any] | None = None) -> list[Any]:
+    """The policies ("systems") a run has, in the run's order: ``summary["systems"]`` when
+    the summary lists them, then any other in order of first appearance in ``values``;
+    the synthesized best case last. Never a fixed list: a new policy plots as it is."""
+    seen = list(dict.fromkeys(values))
+    listed = summary.get("systems") if summary else None
+    head = [v for v in listed if v in seen] if isinstance(listed, list) else []
+    rest = [v for v in seen if v not in head and v != BEST_CASE]
+    return head + rest + ([BEST_CASE] if BEST_CASE in seen else [])
+
+
+def system_labeler(summary: Mapping[str, Any] | None = None) -> Callable[[Any], str]:
+    """A policy's label: ``summary["labels"][name]`` when the summary has one, else its name."""
+    labels = summary.get("labels") if summary else None
+    labels = labels if isinstance(labels, Mapping) else {}
+
+    def label(s: Any) -> str:
+        if s in labels:
+            return str(labels[s])
+        return "best case" if s == BEST_CASE else str(s)
+
+    return label
+
+
+_ROW_TIER_LAT = re.compile(r"^(?:(?P<role>[a-z][a-z0-9_]*?)_tier|tier(?P<index>\d+))_latency_ns$")
+
+
+def tier_latency_columns(rows: pd.DataFrame, summary: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Per-tier latency columns of summary rows -> their labels, in tier order.
+
+    Columns are ``tierN_latency_ns`` (labelled with the summary's tier names when it has
+    them) or ``ROLE_tier_latency_ns`` (``default``/``alternate`` in the Colloid figures;
+    the default tier, tier 0, first). Any number of tiers."""
+    names = _summary_tier_names(summary or {})
+    indexed: list[tuple[int, str, str]] = []
+    roles: list[tuple[int, str, str]] = []
+    for col in rows.columns:
+        m = _ROW_TIER_LAT.match(str(col))
+        if not m:
+            continue
+        if m.group("index") is not None:
+            i = int(m.group("index"))
+            indexed.append((i, col, f"tier {i} ({names[i]})" if i in names else f"tier {i}"))
+        else:
+            role = m.group("role")
+            roles.append((0 if role == "default" else 1, col, role.replace("_", " ") + " tier"))
+    return {col: label for _, col, label in sorted(indexed) + sorted(roles, key=lambda r: r[0])}
 
 
 # ---------------------------------------------------------------------------------------
@@ -231,12 +279,21 @@ _TIER_COL = re.compile(r"^tier(\d+)_(latency_ns|read_bytes_per_s|write_bytes_per
 _SHARE_COL = re.compile(r"^app_share_tier(\d+)$")
 
 
-def _tier_names(directory: Path) -> dict[int, str]:
-    """Tier names from summary.json's ``tiers`` list when there is one."""
+def _read_summary_or_empty(directory: Path) -> dict[str, Any]:
     try:
         summary = read_summary(directory)
     except (FileNotFoundError, ValueError):
         return {}
+    return summary if isinstance(summary, dict) else {}
+
+
+def _tier_names(directory: Path) -> dict[int, str]:
+    """Tier names from summary.json's ``tiers`` list when there is one."""
+    return _summary_tier_names(_read_summary_or_empty(directory))
+
+
+def _summary_tier_names(summary: Mapping[str, Any]) -> dict[int, str]:
+    """Tier index -> name from a summary's ``tiers`` (or ``steady_state.tiers``) list."""
     tiers = summary.get("tiers")
     if tiers is None and isinstance(summary.get("steady_state"), dict):
         tiers = summary["steady_state"].get("tiers")
@@ -261,7 +318,10 @@ def plot_timeseries(directory: Path) -> list[Path]:
     if "t_s" not in ts.columns:
         raise ValueError(f"{csv}: no t_s column")
     t = ts["t_s"]
-    names = _tier_names(directory)
+    summary = _read_summary_or_empty(directory)
+    names = _summary_tier_names(summary)
+    policy = summary.get("policy")
+    title = f"policy {policy}" if isinstance(policy, str) and policy else None
     tiers: dict[str, dict[int, str]] = {}
     for col in ts.columns:
         m = _TIER_COL.match(col)
@@ -280,6 +340,8 @@ def plot_timeseries(directory: Path) -> list[Path]:
         ax.plot(t, ts["throughput_ops_per_s"] / 1e6)
         ax.set_ylabel("throughput (Mops/s)")
         ax.grid(alpha=0.3)
+        if title:
+            ax.set_title(title)
         if has_mig:
             ax2 = axes[1, 0]
             ax2.plot(t, ts["migrated_bytes_per_s"] / 1e6, color="tab:red")
@@ -313,7 +375,7 @@ def plot_timeseries(directory: Path) -> list[Path]:
     if "used_bytes" in tiers or shares:
         panels = [p for p in ("used_bytes", "shares") if (p == "shares" and shares) or p in tiers]
         fig, axes = new_figure(len(panels), 1, sharex=True)
-        for ax, panel in zip(axes[:, 0], panels):
+        for ax, panel in zip(axes[:, 0], panels, strict=True):
             if panel == "used_bytes":
                 for i, col in sorted(tiers["used_bytes"].items()):
                     ax.plot(t, ts[col] / 2**30, label=tier_label(i))
@@ -337,10 +399,10 @@ def plot_timeseries(directory: Path) -> list[Path]:
 def _with_best_case(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows plus synthesized ``best-case`` rows from ``best_case_throughput`` when the
     summary has no explicit best-case system."""
-    if "best-case" in set(rows["system"]) or "best_case_throughput" not in rows.columns:
+    if BEST_CASE in set(rows["system"]) or "best_case_throughput" not in rows.columns:
         return rows
     best = rows.dropna(subset=["best_case_throughput"]).groupby("contention", as_index=False)["best_case_throughput"].mean()
-    best = best.rename(columns={"best_case_throughput": "throughput"}).assign(system="best-case")
+    best = best.rename(columns={"best_case_throughput": "throughput"}).assign(system=BEST_CASE)
     return pd.concat([rows, best], ignore_index=True)
 
 
@@ -349,25 +411,29 @@ def plot_colloid_fig1(directory: Path) -> list[Path]:
     """Colloid Fig. 1 (throughput vs contention), Fig. 2a (per-tier latency), Fig. 2b
     (default-tier share) from ``DIR/summary.json``."""
     rows = read_summary_rows(directory, ["system", "contention", "throughput"])
+    summary = _read_summary_or_empty(directory)
+    label = system_labeler(summary)
     written = []
 
     fig, axes = new_figure()
-    grouped_bars(axes[0, 0], _with_best_case(rows), "contention", "system", "throughput",
-                 series_order=SYSTEM_ORDER, series_label=_system_label, group_label=_contention_label,
+    with_best = _with_best_case(rows)
+    grouped_bars(axes[0, 0], with_best, "contention", "system", "throughput",
+                 series_order=systems_of(list(with_best["system"]), summary), series_label=label,
+                 group_label=_contention_label,
                  scale=1e-6, ylabel="throughput (Mops/s)", xlabel="memory interconnect contention")
     axes[0, 0].set_title("GUPS throughput vs best case (Colloid Fig. 1)")
     written.append(save(fig, directory / "fig1_throughput.png"))
 
-    lat_cols = {"default_tier_latency_ns": "default tier", "alternate_tier_latency_ns": "alternate tier"}
-    if set(lat_cols) <= set(rows.columns):
-        systems = [s for s in _ordered(list(rows["system"]), SYSTEM_ORDER) if s != "best-case"]
+    lat_cols = tier_latency_columns(rows, summary)
+    if lat_cols:
+        systems = [s for s in systems_of(list(rows["system"]), summary) if s != BEST_CASE]
         fig, axes = new_figure(1, max(len(systems), 1), size=(4.0 * max(len(systems), 1), 4.0), sharey=True)
         long = rows.melt(id_vars=["system", "contention"], value_vars=list(lat_cols), var_name="tier", value_name="latency_ns")
-        for ax, system in zip(axes[0], systems):
+        for ax, system in zip(axes[0], systems, strict=False):
             grouped_bars(ax, long[long["system"] == system], "contention", "tier", "latency_ns",
                          series_order=list(lat_cols), series_label=lat_cols.get, group_label=_contention_label,
                          xlabel="contention", legend=ax is axes[0, 0])
-            ax.set_title(_system_label(system))
+            ax.set_title(label(system))
         axes[0, 0].set_ylabel("average access latency (ns)")
         fig.suptitle("Per-tier loaded latency (Colloid Fig. 2a)")
         written.append(save(fig, directory / "fig2a_latency.png"))
@@ -375,7 +441,8 @@ def plot_colloid_fig1(directory: Path) -> list[Path]:
     if "default_tier_share" in rows.columns:
         fig, axes = new_figure()
         grouped_bars(axes[0, 0], rows, "contention", "system", "default_tier_share",
-                     series_order=SYSTEM_ORDER, series_label=_system_label, group_label=_contention_label,
+                     series_order=systems_of(list(rows["system"]), summary), series_label=label,
+                     group_label=_contention_label,
                      scale=100.0, ylabel="default-tier share (%)", xlabel="memory interconnect contention")
         axes[0, 0].set_ylim(0, 100 * (1.08 + 0.1))
         axes[0, 0].set_yticks(range(0, 101, 20))
@@ -388,20 +455,24 @@ def plot_colloid_fig1(directory: Path) -> list[Path]:
 def plot_colloid_fig5(directory: Path) -> list[Path]:
     """Colloid Fig. 5: each system with and without Colloid, plus best case, per contention."""
     rows = read_summary_rows(directory, ["system", "contention", "throughput", "colloid"])
-    rows = rows.assign(variant=[f"{s}+colloid" if c else s for s, c in zip(rows["system"], rows["colloid"].astype(bool))])
+    summary = _read_summary_or_empty(directory)
+    system_label = system_labeler(summary)
+    flags = rows["colloid"].astype(bool)
+    rows = rows.assign(variant=[f"{s}+colloid" if c else s for s, c in zip(rows["system"], flags, strict=True)])
     best = _with_best_case(rows.drop(columns=["variant"]))
-    best = best[best["system"] == "best-case"].assign(variant="best-case")
-    data = pd.concat([rows[rows["system"] != "best-case"], best], ignore_index=True)
-    order = [v for s in SYSTEM_ORDER[:-1] for v in (s, f"{s}+colloid")] + ["best-case"]
+    best = best[best["system"] == BEST_CASE].assign(variant=BEST_CASE)
+    data = pd.concat([rows[rows["system"] != BEST_CASE], best], ignore_index=True)
+    systems = [s for s in systems_of(list(rows["system"]), summary) if s != BEST_CASE]
+    order = [v for s in systems for v in (s, f"{s}+colloid")] + [BEST_CASE]
 
     def label(v: str) -> str:
         base, _, extra = v.partition("+")
-        return _system_label(base) + (" + Colloid" if extra else "")
+        return system_label(base) + (" + Colloid" if extra else "")
 
     # One hue per system: light without Colloid, dark with it; best case grey.
     paired = matplotlib.colormaps["tab20"].colors
-    colors = {v: paired[2 * (i // 2) + (1 - i % 2)] for i, v in enumerate(order[:-1])}
-    colors["best-case"] = "0.45"
+    colors = {v: paired[(2 * (i // 2) + (1 - i % 2)) % len(paired)] for i, v in enumerate(order[:-1])}
+    colors[BEST_CASE] = "0.45"
     fig, axes = new_figure(size=(10.0, 4.5))
     grouped_bars(axes[0, 0], data, "contention", "variant", "throughput", series_order=order, series_label=label,
                  colors=colors,
@@ -414,15 +485,17 @@ def plot_colloid_fig5(directory: Path) -> list[Path]:
 def _gain_heatmaps(directory: Path, ycol: str, ylabel: str, out: str, title: str,
                    y_label: Callable[[Any], str] = str) -> list[Path]:
     rows = read_summary_rows(directory, ["system", "contention", ycol, "gain"])
-    systems = [s for s in _ordered(list(rows["system"]), SYSTEM_ORDER) if s != "best-case"]
+    summary = _read_summary_or_empty(directory)
+    label = system_labeler(summary)
+    systems = [s for s in systems_of(list(rows["system"]), summary) if s != BEST_CASE]
     n = max(len(systems), 1)
     fig, axes = new_figure(1, n, size=(4.0 * n + 1.0, 4.0))
     vmin, vmax = float(rows["gain"].min()), float(rows["gain"].max())
     img = None
-    for ax, system in zip(axes[0], systems):
+    for ax, system in zip(axes[0], systems, strict=False):
         img = heatmap(ax, rows[rows["system"] == system], "contention", ycol, "gain",
                       x_label=_contention_label, y_label=y_label, vmin=vmin, vmax=vmax)
-        ax.set_title(_system_label(system))
+        ax.set_title(label(system))
         ax.set_xlabel("contention")
     axes[0, 0].set_ylabel(ylabel)
     if img is not None:
@@ -480,7 +553,8 @@ def plot_colloid_fig9(directory: Path) -> list[Path]:
     change_for = {r.get("system"): r["change_at_s"] for r in summary.get("rows", [])
                   if isinstance(r, dict) and isinstance(r.get("change_at_s"), (int, float))}
     scenarios = list(dict.fromkeys(ts["scenario"]))
-    systems = _ordered(list(ts["system"]), SYSTEM_ORDER)
+    systems = systems_of(list(ts["system"]), summary)
+    label = system_labeler(summary)
     written = []
     for col, out, ylabel, scale in (
         ("throughput_ops_per_s", "fig9_throughput.png", "throughput (Mops/s)", 1e-6),
@@ -503,7 +577,7 @@ def plot_colloid_fig9(directory: Path) -> list[Path]:
                     ax.axvline(mark, color="0.5", linestyle=":", linewidth=1)
                 ax.grid(alpha=0.3)
                 if r == 0:
-                    ax.set_title(_system_label(system))
+                    ax.set_title(label(system))
                 if c == 0:
                     ax.set_ylabel(f"{scenario}\n{ylabel}")
                 if r == len(scenarios) - 1:

@@ -56,8 +56,36 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
-#: Columns that identify a row: shown first, in this order.
-_KEY_COLUMNS = ("experiment", "scenario", "system", "colloid", "contention", "alt_latency_ratio", "object_size")
+def key_columns(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Columns that identify a row (shown first): ``summary["keys"]`` when the summary
+    names them, else the columns holding only names, flags and whole numbers (a row's
+    settings: policy, scenario, contention level, ...; measurements are floats), names and
+    flags first. Taken from the data, so a new policy or setting needs no code change."""
+    listed = summary.get("keys")
+    if isinstance(listed, list):
+        return [str(k) for k in listed if any(k in r for r in rows)]
+    columns: list[str] = []
+    for r in rows:
+        columns += [k for k in r if k not in columns]
+
+    def kinds(k: str) -> set[str]:
+        return {"name" if isinstance(v, (str, bool)) else "int" if isinstance(v, int) else "other"
+                for r in rows if (v := r.get(k)) is not None}
+
+    named = [k for k in columns if kinds(k) == {"name"}]
+    counted = [k for k in columns if kinds(k) in ({"int"}, {"name", "int"}) and k not in named]
+    return named + counted
+
+
+def _record_lists(value: Any, prefix: str = "") -> dict[str, list[Mapping[str, Any]]]:
+    """Lists of tables inside a summary (``steady_state.tiers``: one entry per tier)."""
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            out.update(_record_lists(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        out[prefix] = value
+    return out
 
 
 def render_section(summary: Mapping[str, Any], name: str, images: Sequence[str]) -> list[str]:
@@ -70,7 +98,7 @@ def render_section(summary: Mapping[str, Any], name: str, images: Sequence[str])
             lines.append(f"- {k}: {_fmt(v)}")
         if settings:
             lines.append("")
-        header: list[str] = [k for k in _KEY_COLUMNS if any(k in r for r in rows)]
+        header: list[str] = key_columns(summary, rows)
         for r in rows:
             for k in r:
                 if k not in header:
@@ -78,8 +106,17 @@ def render_section(summary: Mapping[str, Any], name: str, images: Sequence[str])
         lines += _table(header, [[r.get(k) for k in header] for r in rows])
     else:
         flat: dict[str, Any] = {}
-        _flatten("", {k: v for k, v in summary.items() if k != "experiment"}, flat)
-        lines += _table(["field", "value"], sorted(flat.items()))
+        body = {k: v for k, v in summary.items() if k != "experiment"}
+        records = _record_lists(body)
+        _flatten("", body, flat)
+        lines += _table(["field", "value"], sorted((k, v) for k, v in flat.items() if k not in records))
+        # One table per list of tables (a row per tier, however many tiers the run had).
+        for path, entries in records.items():
+            header = []
+            for e in entries:
+                header += [k for k in e if k not in header]
+            lines += ["", f"`{path}`:", ""]
+            lines += _table(["#", *header], [[i, *(e.get(k) for k in header)] for i, e in enumerate(entries)])
     lines.append("")
     for img in images:
         lines += [f"![{Path(img).stem}]({img})", ""]

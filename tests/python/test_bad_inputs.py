@@ -33,24 +33,30 @@ def test_text_that_is_neither_file_nor_toml_is_config_error():
 
 def test_bad_sweep_path_is_config_error_naming_it(base):
     with pytest.raises(tiermem.ConfigError, match=r"machine\.tiers.*2 entries") as info:
-        tiermem.sweep(base, {"machine.tiers.5.capacity": ["1G", "2G"]})
+        tiermem.sweep(base, {"machine.tiers[5].capacity": ["1G", "2G"]})
     assert not isinstance(info.value, IndexError)
-    assert info.value.field == "machine.tiers.5.capacity"
-    with pytest.raises(tiermem.ConfigError, match="index"):
-        tiermem.sweep(base, {"machine.tiers.first.capacity": ["1G"]})
+    assert info.value.field == "machine.tiers[5].capacity"
+    with pytest.raises(tiermem.ConfigError, match="index") as info:
+        tiermem.sweep(base, {"machine.tiers[first].capacity": ["1G"]})
+    assert info.value.field == "machine.tiers[first].capacity"
+    with pytest.raises(tiermem.ConfigError, match=r"index it as `machine\.tiers\[0\]`"):
+        tiermem.sweep(base, {"machine.tiers.1.capacity": ["1G"]})
     with pytest.raises(tiermem.ConfigError, match="machine.app_cores"):
-        cfg_mod.set_dotted(base, "machine.app_cores.x", 1)
-    with pytest.raises(tiermem.ConfigError, match="no field"):
-        cfg_mod.get_dotted(base, "machine.nope")
+        cfg_mod.set_path(base, "machine.app_cores.x", 1)
+    # A bad value at any point fails before anything runs.
+    with pytest.raises(tiermem.ConfigError, match="does not fit a TOML integer"):
+        tiermem.sweep(base, {"seed": [1, 2**70]})
+    with pytest.raises(tiermem.ConfigError, match=r"field `policy\.policy`"):
+        tiermem.simulate(base, overrides={"policy.policy": "no-such-policy"})
 
 
-def test_dict_config_errors_cite_dotted_paths_not_lines(base):
+def test_dict_config_errors_cite_paths_not_lines(base):
     base["machine"]["tiers"][1]["capacity"] = 1000
     with pytest.raises(tiermem.ConfigError) as info:
         tiermem.simulate(base)
     msg = str(info.value)
-    assert "`machine.tiers.1.capacity`" in msg and "one page" in msg, msg
-    assert info.value.field == "machine.tiers.1.capacity"
+    assert "`machine.tiers[1].capacity`" in msg and "one page" in msg, msg
+    assert info.value.field == "machine.tiers[1].capacity"
     assert "<dict>:" not in msg.replace("<dict>: ", ""), msg  # no "<dict>:42:"
     base["machine"]["tiers"][1]["capacity"] = "96G"
     base["machine"]["app_cores"] = "many"
@@ -63,14 +69,18 @@ def test_dict_config_errors_cite_dotted_paths_not_lines(base):
 def test_every_python_case_maps_to_config_error_with_field(base):
     cases = {
         "machine.app_cores": 0,
-        "machine.tiers.0.capacity": 1e30,
+        "machine.tiers[0].capacity": 1e30,
         "workload.working_set": "99999999999999999999G",
-        "machine.tiers.1.capacity": -5,
+        "machine.tiers[1].capacity": -5,
     }
     for path, value in cases.items():
         c = cfg_mod.apply_overrides(base, {path: value})
         with pytest.raises(tiermem.ConfigError) as info:
             tiermem.simulate(c)
+        assert info.value.field == path, (path, str(info.value))
+        # The same override given to simulate: the same path in the error, no line numbers.
+        with pytest.raises(tiermem.ConfigError) as info:
+            tiermem.simulate(base, overrides={path: value})
         assert info.value.field == path, (path, str(info.value))
 
 

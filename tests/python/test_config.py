@@ -1,11 +1,13 @@
-"""Config values: dict -> TOML round trip, path/string/dict resolution, dotted paths."""
+"""Config values: dict -> TOML round trip, path/string/dict resolution, override paths."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import tiermem
 from tiermem import config as cfg
 
 SAMPLE = {
@@ -45,19 +47,51 @@ def test_resolve_dict_string_and_path(tmp_path: Path):
         cfg.resolve(42)  # type: ignore[arg-type]
 
 
-def test_set_and_get_dotted_paths():
+def test_overrides_use_the_one_path_syntax():
     c = cfg.apply_overrides(SAMPLE, {
         "machine.antagonist.cores": 10,
-        "tiers.1.latency_ns": 189.0,
+        "tiers[1].latency_ns": 189.0,
         "policy.watermark.step": 0.05,  # creates the missing table
+        "workload.sizes[0]": 128,
+        "machine.name": "ice lake",
+        "workload.extra": {"a": [1, 2], "b": True, "gone": None},
     })
-    assert cfg.get_dotted(c, "machine.antagonist.cores") == 10
-    assert c["tiers"][1]["latency_ns"] == 189.0
+    assert c["machine"]["antagonist"]["cores"] == 10
+    assert c["tiers"][1]["latency_ns"] == 189.0 and c["tiers"][0]["latency_ns"] == 70.0
     assert c["policy"]["watermark"] == {"step": 0.05}
+    assert c["workload"]["sizes"] == [128, 4096]
+    assert c["machine"]["name"] == "ice lake"
+    assert c["workload"]["extra"] == {"a": [1, 2], "b": True}
+    assert type(cfg.apply_overrides(SAMPLE, {"seed": np.int64(3)})["seed"]) is int
     # the base is untouched
     assert SAMPLE["machine"]["antagonist"]["cores"] == 5
     assert SAMPLE["tiers"][1]["latency_ns"] == 135.0
-    with pytest.raises(ValueError, match="seed"):
-        cfg.set_dotted(dict(SAMPLE), "seed.x", 1)
-    with pytest.raises(ValueError):
-        cfg.set_dotted({}, "a..b", 1)
+    # set_path: in place
+    c = {"seed": 1}
+    cfg.set_path(c, "machine.tiers", [{"name": "a"}])
+    cfg.set_path(c, "machine.tiers[0].name", "b")
+    assert c == {"seed": 1, "machine": {"tiers": [{"name": "b"}]}}
+    # configs given as TOML text or a path work too
+    assert cfg.apply_overrides("seed = 1\n", {"seed": 2}) == {"seed": 2}
+
+
+@pytest.mark.parametrize("path,value,needle", [
+    ("seed.x", 1, "`seed` is an integer, not a table, so it has no field `x`"),
+    ("a..b", 1, "not a valid path"),
+    ("tiers.1.latency_ns", 1, "`tiers` is an array of 2 entries, not a table: index it as `tiers[0]`"),
+    ("tiers[2].latency_ns", 1, "`tiers` has 2 entries, so index 2 does not exist; use 0..1"),
+    ("tiers[x]", 1, "`[x]` is not an array index"),
+    ("machine[0]", 1, "`machine` is a table, not an array"),
+    ("antagonists[0].cores", 1, "`antagonists` does not exist, so it has no element [0]"),
+    ("seed", None, "None is not a TOML value"),
+    ("seed", object(), "a Python object is not a TOML value"),
+    ("seed", 2**70, "does not fit a TOML integer"),
+])
+def test_bad_override_paths_are_config_errors_naming_the_path(path, value, needle):
+    with pytest.raises(tiermem.ConfigError) as info:
+        cfg.apply_overrides(SAMPLE, {path: value})
+    assert needle in str(info.value), str(info.value)
+    assert str(info.value).startswith(f"field `{path}`: "), str(info.value)
+    assert info.value.field == path
+    with pytest.raises(TypeError):
+        cfg.apply_overrides(SAMPLE, {1: 2})  # type: ignore[dict-item]

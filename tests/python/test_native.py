@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import skip_e2e
-
 import tiermem
+from conftest import skip_e2e
 from tiermem import errors
 
 

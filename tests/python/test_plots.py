@@ -11,9 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tiermem import plots
-
 from conftest import png_size
+from tiermem import plots
 
 SYSTEMS = ["hemem", "tpp", "memtis"]
 
@@ -153,4 +152,4 @@ def test_cli(tmp_path):
                              capture_output=True, text=True)
     assert missing.returncode == 1 and "summary.json" in missing.stderr
     listing = subprocess.run([sys.executable, "-m", "tiermem.plots", "--list"], capture_output=True, text=True)
-    assert set(plots.KINDS) <= set(line.split()[0] for line in listing.stdout.splitlines())
+    assert set(plots.KINDS) <= {line.split()[0] for line in listing.stdout.splitlines()}

@@ -18,7 +18,10 @@ def test_results_page(tmp_path):
     sim = out / "x"
     sim.mkdir()
     (sim / "summary.json").write_text(json.dumps({"policy": "tpp", "throughput_ops_per_s": 1234.5,
-                                                   "tiers": {"dram": {"share": 0.5}}}))
+                                                   "tiers": {"dram": {"share": 0.5}},
+                                                   "steady_state": {"tiers": [
+                                                       {"name": n, "latency_ns": 70.0 * (i + 1)}
+                                                       for i, n in enumerate(["dram", "cxl", "far"])]}}))
     page = tmp_path / "docs" / "results.md"
     text = results_page.build(out, page)
     assert page.read_text() == text
@@ -27,6 +30,8 @@ def test_results_page(tmp_path):
     assert "| hemem | 0 | 15,000,000 | 0.9 |" in text
     assert "- quick: yes" in text
     assert "| tiers.dram.share | 0.5 |" in text
+    # N tiers: one row each, columns from the data
+    assert "| # | name | latency_ns |" in text and "| 2 | far | 210 |" in text, text
     assert "![fig1_throughput](results/colloid-fig1/fig1_throughput.png)" in text
     assert (page.parent / "results" / "colloid-fig1" / "fig1_throughput.png").stat().st_size > 0
     # deterministic
@@ -38,6 +43,14 @@ def test_results_page(tmp_path):
     text2 = results_page.build(out, page)
     assert text2.index("## colloid-fig1\n") < text2.index("## colloid-fig1 (bench/fig1-quick)")
     assert results_page.build(out, page, exclude=["bench"]) == text
+
+
+def test_key_columns_come_from_the_data():
+    rows = [{"alt": 1.5, "contention": 1, "gain": 2.0, "system": "my-new-policy", "colloid": True}]
+    assert results_page.key_columns({}, rows) == ["system", "colloid", "contention"]
+    assert results_page.key_columns({"keys": ["alt", "system", "nope"]}, rows) == ["alt", "system"]
+    lines = results_page.render_section({"rows": rows}, "x", [])
+    assert "| system | colloid | contention | alt | gain |" in lines
 
 
 def test_results_page_empty(tmp_path):

@@ -1,4 +1,5 @@
-"""sweep(): cartesian product of dotted-path overrides, with the native call faked."""
+"""sweep(): cartesian product of path overrides, with the native simulation faked (the
+overrides are applied by the real native module)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pandas as pd
 import pytest
 
 import tiermem
-from tiermem import api, config, sweeps as sweep_mod
+from tiermem import api, config
+from tiermem import sweeps as sweep_mod
 
 BASE = {
     "seed": 1,
@@ -53,20 +55,20 @@ def test_grid_points_order():
         sweep_mod.grid_points({"a": "not a list"})
 
 
-def test_sweep_overrides_dotted_paths(fake):
-    grid = {"machine.antagonist_cores": [0, 5, 10], "tiers.1.latency_ns": [135.0, 270.0], "policy.name": ["hemem", "tpp"]}
+def test_sweep_overrides_paths(fake):
+    grid = {"machine.antagonist_cores": [0, 5, 10], "tiers[1].latency_ns": [135.0, 270.0], "policy.name": ["hemem", "tpp"]}
     df = tiermem.sweep(BASE, grid)
     assert isinstance(df, pd.DataFrame)
     assert len(df) == 12 and len(fake.calls) == 12
     assert list(df.columns[:3]) == list(grid)
     # every config the simulator saw carries exactly its point's overrides
-    for (_, row), seen in zip(df.iterrows(), fake.calls):
+    for (_, row), seen in zip(df.iterrows(), fake.calls, strict=True):
         assert seen["machine"]["antagonist_cores"] == row["machine.antagonist_cores"]
-        assert seen["tiers"][1]["latency_ns"] == row["tiers.1.latency_ns"]
+        assert seen["tiers"][1]["latency_ns"] == row["tiers[1].latency_ns"]
         assert seen["tiers"][0]["latency_ns"] == 70.0
         assert row["policy"] == row["policy.name"]
-        assert row["tiers.alt_latency_ns"] == row["tiers.1.latency_ns"]
-    slow = df[(df["machine.antagonist_cores"] == 10) & (df["tiers.1.latency_ns"] == 270.0)]
+        assert row["tiers.alt_latency_ns"] == row["tiers[1].latency_ns"]
+    slow = df[(df["machine.antagonist_cores"] == 10) & (df["tiers[1].latency_ns"] == 270.0)]
     assert slow["throughput"].iloc[0] == pytest.approx(1e6 / 11 / 2)
     assert BASE["machine"]["antagonist_cores"] == 0  # base not mutated
 
@@ -93,7 +95,7 @@ def test_sim_result_save_writes_files(fake, tmp_path):
 
 def test_sweep_parallel_matches_serial(fake):
     # Worker processes are forked (Linux default), so they inherit the fake native module.
-    grid = {"machine.antagonist_cores": [0, 5, 10, 15], "tiers.1.latency_ns": [135.0, 189.0]}
+    grid = {"machine.antagonist_cores": [0, 5, 10, 15], "tiers[1].latency_ns": [135.0, 189.0]}
     serial = tiermem.sweep(BASE, grid, jobs=1)
     parallel = tiermem.sweep(BASE, grid, jobs=2)
     pd.testing.assert_frame_equal(serial, parallel)

@@ -16,6 +16,11 @@ pub struct SimArgs {
     /// Skip the PNG plots.
     #[arg(long)]
     pub no_plots: bool,
+    /// Override one config field (repeatable, applied in order): PATH is
+    /// `machine.tiers[1].capacity` style (dots for tables, [i] for array elements), VALUE is
+    /// TOML (42, 1.5, true, "64G", [1, 2]) or else taken as a string (--set policy.policy=tpp).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
 }
 
 #[derive(Args)]
@@ -65,13 +70,28 @@ pub fn check_out_dir(out: &Path) -> Result<()> {
 
 pub fn sim(a: SimArgs) -> Result<()> {
     check_out_dir(&a.out)?;
+    let overrides = a
+        .set
+        .iter()
+        .map(|s| tiermem_sim::overrides::parse_assignment(s))
+        .collect::<Result<Vec<_>>>()?;
     let text = std::fs::read_to_string(&a.config).map_err(|e| {
         Error::new(
             ErrorKind::Config,
             format!("cannot read config {}: {e}", a.config.display()),
         )
     })?;
-    let out = tiermem_sim::simulate_toml(&text, &a.config.display().to_string())?;
+    let mut origin = a.config.display().to_string();
+    let text = if overrides.is_empty() {
+        text
+    } else {
+        let text = tiermem_sim::overrides::apply_to_text(&text, &origin, &overrides)?;
+        // Generated text: an origin starting with `<dict` makes errors name field paths
+        // only, not line numbers of text the user never saw.
+        origin = format!("<dict: {origin} with --set>");
+        text
+    };
+    let out = tiermem_sim::simulate_toml(&text, &origin)?;
     out.write_to(&a.out)?;
     if let Some(ws) = out.summary["warnings"].as_array() {
         for w in ws {

@@ -7,6 +7,7 @@ pub mod config;
 pub mod latency;
 pub mod machine;
 pub mod output;
+pub mod overrides;
 pub mod reproduce;
 pub mod runner;
 pub mod tracker;

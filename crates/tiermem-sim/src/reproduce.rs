@@ -49,21 +49,7 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
     Ok(summary)
 }
 
-/// Set a dotted path (`policy.policy`, `antagonist`) in a TOML document.
-pub fn set_path(doc: &mut toml::Value, path: &str, value: toml::Value) {
-    let mut cur = doc;
-    let parts: Vec<&str> = path.split('.').collect();
-    for (i, part) in parts.iter().enumerate() {
-        let table = cur.as_table_mut().expect("TOML table");
-        if i == parts.len() - 1 {
-            table.insert(part.to_string(), value);
-            return;
-        }
-        cur = table
-            .entry(part.to_string())
-            .or_insert_with(|| toml::Value::Table(Default::default()));
-    }
-}
+pub use crate::overrides::set_path;
 
 /// Parse a base config, apply overrides, and validate the result as a `SimConfig`.
 pub fn config_with(
@@ -74,7 +60,7 @@ pub fn config_with(
     let mut doc: toml::Value =
         toml::from_str(base).map_err(|e| Error::config(format!("{origin}: {e}")))?;
     for (path, v) in overrides {
-        set_path(&mut doc, path, v.clone());
+        set_path(&mut doc, path, v.clone()).map_err(|e| e.context(origin.to_string()))?;
     }
     let text = toml::to_string(&doc).expect("serialize TOML");
     SimConfig::from_toml(&text, origin)
