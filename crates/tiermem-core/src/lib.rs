@@ -18,6 +18,6 @@ pub use engine::{Backend, Engine, EngineCounters, Policy};
 pub use error::{Error, ErrorKind, Result};
 pub use plan::{Applied, Move, Plan};
 pub use snapshot::{HeatEvent, Snapshot, TierTelemetry};
-pub use tier::{TierId, TierKind, TierSpec};
+pub use tier::{TierBackend, TierConfig, TierId, TierKind, TierSpec};
 pub use tracker::{Tracker, TrackerSpec, TrackerView};
 pub use units::*;

@@ -11,7 +11,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 use tiermem_core::{
-    Applied, Backend, HeatEvent, PageIdx, Plan, Result, Snapshot, TierId, TierKind, TierSpec,
+    Applied, Backend, HeatEvent, PageIdx, Plan, Result, Snapshot, TierId, TierSpec,
     TierTelemetry, TrackerSpec,
 };
 
@@ -143,27 +143,21 @@ impl SimBackend {
         let mut capacity_pages = Vec::new();
         for (i, t) in cfg.machine.tiers.iter().enumerate() {
             let path = format!("machine.tiers[{i}]");
-            let cap = (t.capacity.bytes(&format!("{path}.capacity"))? as f64 * cfg.scale) as u64;
+            let cap = (crate::config::tier_capacity(t, &format!("{path}.capacity"))? as f64
+                * cfg.scale) as u64;
             capacity_pages.push(cap / page_bytes);
-            specs.push(TierSpec {
-                name: t.name.clone(),
-                kind: if t.kind == "dram" {
-                    TierKind::Dram
-                } else {
-                    TierKind::Cxl
-                },
-                capacity_bytes: cap,
-                unloaded_latency_ns: t.unloaded_latency_ns,
-                peak_bandwidth_bytes_per_s: t.peak_bandwidth_gbps * 1e9,
-                cost_per_gb: t.cost_per_gb,
-            });
+            let spec = t.spec(cap);
+            let curve = t.curve.as_ref().ok_or_else(|| {
+                tiermem_core::config::invalid(&format!("{path}.curve"), "missing")
+            })?;
             tiers.push(TierModel {
-                unloaded_ns: t.unloaded_latency_ns,
-                peak_bytes_per_s: t.peak_bandwidth_gbps * 1e9,
-                write_cost: t.write_cost,
-                curve: Curve::from_spec(&t.curve)
+                unloaded_ns: spec.unloaded_latency_ns,
+                peak_bytes_per_s: spec.peak_bandwidth_bytes_per_s,
+                write_cost: t.write_cost.unwrap_or(1.0),
+                curve: Curve::from_spec(curve)
                     .map_err(|e| tiermem_core::config::invalid(&format!("{path}.curve"), e))?,
             });
+            specs.push(spec);
         }
         let m = &cfg.machine;
         let machine = Machine {
