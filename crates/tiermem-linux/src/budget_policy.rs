@@ -132,6 +132,7 @@ mod tests {
             spec(TierKind::Compressed {
                 codec: "lz4".into(),
                 allocator: "zsmalloc".into(),
+                backing: "dram".into(),
             }),
         ];
         let placement = vec![TierId(0); 200];
@@ -175,6 +176,7 @@ mod tests {
             spec(TierKind::Compressed {
                 codec: "lz4".into(),
                 allocator: "zsmalloc".into(),
+                backing: "dram".into(),
             }),
         ];
         let placement = vec![TierId(0); 10];
