@@ -92,11 +92,26 @@ pub fn from_toml_str<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T>
 /// bandwidth in GB/s, time as f64 with its unit suffix): an old spelling is an error that
 /// names the new field, never silently accepted.
 pub const RENAMED_FIELDS: &[(&str, &str)] = &[
-    ("max_compressed_bytes", "`max_compressed`, a size such as \"3KiB\""),
-    ("migration_limit_mib_per_s", "`migration_limit_gbps` in GB/s (1 MiB/s = 0.001048576 GB/s)"),
-    ("promote_rate_limit_mib_per_s", "`promote_rate_limit_gbps` in GB/s (1 MiB/s = 0.001048576 GB/s)"),
-    ("peak_bandwidth", "`peak_bandwidth_gbps` in GB/s (1e9 bytes/s)"),
-    ("peak_bandwidth_bytes_per_s", "`peak_bandwidth_gbps` in GB/s (1e9 bytes/s)"),
+    (
+        "max_compressed_bytes",
+        "`max_compressed`, a size such as \"3KiB\"",
+    ),
+    (
+        "migration_limit_mib_per_s",
+        "`migration_limit_gbps` in GB/s (1 MiB/s = 0.001048576 GB/s)",
+    ),
+    (
+        "promote_rate_limit_mib_per_s",
+        "`promote_rate_limit_gbps` in GB/s (1 MiB/s = 0.001048576 GB/s)",
+    ),
+    (
+        "peak_bandwidth",
+        "`peak_bandwidth_gbps` in GB/s (1e9 bytes/s)",
+    ),
+    (
+        "peak_bandwidth_bytes_per_s",
+        "`peak_bandwidth_gbps` in GB/s (1e9 bytes/s)",
+    ),
     ("capacity_bytes", "`capacity`, a size such as \"4GiB\""),
     ("unloaded_latency", "`unloaded_latency_ns`"),
 ];

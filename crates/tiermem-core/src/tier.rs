@@ -345,7 +345,7 @@ impl TierConfig {
                     TierKind::Compressed { .. } if self.capacity.is_some() => {
                         return Err(invalid(
                             &f("capacity"),
-                            "the runtime does not bound a compressed tier (its pool grows with what it holds): remove it; limit DRAM with the dram tier's capacity or runtime.dram_budget",
+                            "a compressed tier is unlimited in the runtime (its pool grows with what it holds): remove it; limit DRAM with the dram tier's capacity or runtime.dram_budget",
                         ))
                     }
                     _ => {}
@@ -389,9 +389,11 @@ impl TierConfig {
         TierSpec {
             name: self.name.clone(),
             capacity_bytes,
-            unloaded_latency_ns: self
-                .unloaded_latency_ns
-                .unwrap_or(if compressed { 10_000.0 } else { 100.0 }),
+            unloaded_latency_ns: self.unloaded_latency_ns.unwrap_or(if compressed {
+                10_000.0
+            } else {
+                100.0
+            }),
             peak_bandwidth_bytes_per_s: gbps_to_bytes_per_s(
                 self.peak_bandwidth_gbps
                     .unwrap_or(if compressed { 1.0 } else { 10.0 }),
@@ -420,16 +422,28 @@ pub fn validate_tiers(tiers: &[TierConfig], path: &str, backend: TierBackend) ->
     for (i, t) in tiers.iter().enumerate() {
         let tp = format!("{path}[{i}]");
         t.validate_for(&tp, backend)?;
+        if backend == TierBackend::Runtime && (i == 0) != (t.kind == "dram") {
+            return Err(invalid(
+                &join(&tp, "kind"),
+                "the runtime's tier 0 is its DRAM, and only tier 0: give [[runtime.tiers]] as one kind = \"dram\" tier, then the compressed tiers",
+            ));
+        }
         if let Some(j) = tiers[..i].iter().position(|o| o.name == t.name) {
             return Err(invalid(
                 &join(&tp, "name"),
-                format!("`{}` is already the name of {path}[{j}]; give each tier its own name", t.name),
+                format!(
+                    "`{}` is already the name of {path}[{j}]; give each tier its own name",
+                    t.name
+                ),
             ));
         }
         if let TierKind::Compressed { backing, .. } = t.tier_kind(&tp)? {
             let bp = join(&tp, "backing");
             if backing == "memory" {
-                return Err(invalid(&bp, "`backing = \"memory\"` is now `backing = \"dram\"`; rename it"));
+                return Err(invalid(
+                    &bp,
+                    "`backing = \"memory\"` is now `backing = \"dram\"`; rename it",
+                ));
             }
             if backing != "dram" && !backing.starts_with("node:") {
                 match tiers.iter().find(|o| o.name == backing).map(|o| o.kind.as_str()) {
@@ -438,12 +452,6 @@ pub fn validate_tiers(tiers: &[TierConfig], path: &str, backend: TierBackend) ->
                     None => return Err(invalid(&bp, format!("`{backing}` is not a tier; use \"dram\", a dram/node tier's name or \"node:N\""))),
                 }
             }
-        }
-        if backend == TierBackend::Runtime && (i == 0) != (t.kind == "dram") {
-            return Err(invalid(
-                &join(&tp, "kind"),
-                "the runtime's tier 0 is its DRAM, and only tier 0: give [[runtime.tiers]] as one kind = \"dram\" tier, then the compressed tiers",
-            ));
         }
     }
     if backend == TierBackend::Runtime && tiers.len() < 2 {
@@ -480,7 +488,9 @@ max_compressed = "3KiB"
     }
 
     fn parse(text: &str) -> Vec<TierConfig> {
-        crate::config::from_toml_str::<T>(text, "t.toml").unwrap().tiers
+        crate::config::from_toml_str::<T>(text, "t.toml")
+            .unwrap()
+            .tiers
     }
 
     #[test]
@@ -499,7 +509,9 @@ max_compressed = "3KiB"
         assert_eq!(t[1].max_compressed_bytes("x").unwrap(), 3072);
         assert_eq!(t[0].spec(1).peak_bandwidth_bytes_per_s, 205e9);
         // The simulator has no compressed tiers and needs a curve.
-        let e = validate_tiers(&t, "machine.tiers", TierBackend::Sim).unwrap_err().to_string();
+        let e = validate_tiers(&t, "machine.tiers", TierBackend::Sim)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("machine.tiers[0].curve"), "{e}");
     }
 
@@ -507,23 +519,39 @@ max_compressed = "3KiB"
     fn field_of_another_kind_or_backend_is_named() {
         let mut t = parse(TABLE);
         t[0].codec = Some("lz4".into());
-        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime).unwrap_err().to_string();
-        assert!(e.contains("runtime.tiers[0].codec") && e.contains("kind = \"compressed\""), "{e}");
+        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("runtime.tiers[0].codec") && e.contains("kind = \"compressed\""),
+            "{e}"
+        );
         let mut t = parse(TABLE);
         t[0].curve = Some(CurveSpec::Named("flat".into()));
-        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime).unwrap_err().to_string();
-        assert!(e.contains("runtime.tiers[0].curve") && e.contains("simulator"), "{e}");
+        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("runtime.tiers[0].curve") && e.contains("simulator"),
+            "{e}"
+        );
         let mut t = parse(TABLE);
         t[1].capacity = Some(Size::text("1GiB"));
-        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime).unwrap_err().to_string();
+        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("runtime.tiers[1].capacity"), "{e}");
         let mut t = parse(TABLE);
         t[1].max_compressed = Some(Size::text("8KiB"));
-        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime).unwrap_err().to_string();
+        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("runtime.tiers[1].max_compressed"), "{e}");
         let mut t = parse(TABLE);
         t[1].backing = Some("lz4".into());
-        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime).unwrap_err().to_string();
+        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("runtime.tiers[1].backing"), "{e}");
     }
 
@@ -531,11 +559,18 @@ max_compressed = "3KiB"
     fn old_spellings_name_the_new_ones() {
         let mut t = parse(TABLE);
         t[0].kind = "cxl".into();
-        let e = validate_tiers(&t, "machine.tiers", TierBackend::Sim).unwrap_err().to_string();
-        assert!(e.contains("machine.tiers[0].kind") && e.contains("kind = \"node\""), "{e}");
+        let e = validate_tiers(&t, "machine.tiers", TierBackend::Sim)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("machine.tiers[0].kind") && e.contains("kind = \"node\""),
+            "{e}"
+        );
         let mut t = parse(TABLE);
         t[1].backing = Some("memory".into());
-        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime).unwrap_err().to_string();
+        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("backing = \"dram\""), "{e}");
         let e = crate::config::from_toml_str::<T>(
             &TABLE.replace("max_compressed =", "max_compressed_bytes ="),
@@ -544,6 +579,9 @@ max_compressed = "3KiB"
         .err()
         .unwrap()
         .to_string();
-        assert!(e.contains("tiers[1]") && e.contains("`max_compressed`"), "{e}");
+        assert!(
+            e.contains("tiers[1]") && e.contains("`max_compressed`"),
+            "{e}"
+        );
     }
 }

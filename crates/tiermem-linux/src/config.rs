@@ -166,7 +166,10 @@ fn default_quantum_ms() -> f64 {
 }
 /// One DRAM tier and one lz4/zsmalloc tier in DRAM (max_compressed 3 KiB).
 pub fn default_tiers() -> Vec<TierConfig> {
-    vec![TierConfig::dram("dram"), TierConfig::compressed("lz4", "lz4")]
+    vec![
+        TierConfig::dram("dram"),
+        TierConfig::compressed("lz4", "lz4"),
+    ]
 }
 fn default_arena() -> Size {
     Size::text("1TiB")
@@ -233,12 +236,16 @@ impl Validate for RuntimeConfig {
         }
         for (i, t) in self.tiers.iter().enumerate().skip(1) {
             let tp = format!("{}[{i}]", p("tiers"));
-            let TierKind::Compressed { codec, allocator, backing } = t.tier_kind(&tp)? else {
+            let TierKind::Compressed {
+                codec,
+                allocator,
+                backing,
+            } = t.tier_kind(&tp)?
+            else {
                 continue;
             };
             Codec::parse(&codec).map_err(|e| invalid(&format!("{tp}.codec"), e))?;
-            AllocatorKind::parse(&allocator)
-                .map_err(|e| invalid(&format!("{tp}.allocator"), e))?;
+            AllocatorKind::parse(&allocator).map_err(|e| invalid(&format!("{tp}.allocator"), e))?;
             Backing::parse(&self.resolve_backing(&backing))
                 .map_err(|e| invalid(&format!("{tp}.backing"), e))?;
         }
@@ -296,7 +303,11 @@ impl RuntimeConfig {
         self.tiers
             .iter()
             .filter_map(|t| match t.tier_kind("") {
-                Ok(TierKind::Compressed { codec, allocator, backing }) => Some(CompressedTier {
+                Ok(TierKind::Compressed {
+                    codec,
+                    allocator,
+                    backing,
+                }) => Some(CompressedTier {
                     name: t.name.clone(),
                     codec,
                     allocator,
@@ -369,22 +380,28 @@ mod tests {
 
     #[test]
     fn unknown_field_is_named() {
-        let e = file(&format!("{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\ncodex = \"lz4\"\n"))
-            .unwrap_err();
+        let e = file(&format!(
+            "{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\ncodex = \"lz4\"\n"
+        ))
+        .unwrap_err();
         assert!(e.to_string().contains("runtime.tiers[1]"), "{e}");
         assert!(e.to_string().contains("codex"), "{e}");
     }
     #[test]
     fn bad_codec_is_named() {
-        let e = file(&format!("{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\ncodec = \"brotli\"\n"))
-            .unwrap_err();
+        let e = file(&format!(
+            "{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\ncodec = \"brotli\"\n"
+        ))
+        .unwrap_err();
         assert!(e.to_string().contains("runtime.tiers[1].codec"), "{e}");
     }
     #[test]
     fn node_backing_is_refused_by_name() {
-        let e = file(&format!("{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nbacking = \"node:1\"\n"))
-            .unwrap_err()
-            .to_string();
+        let e = file(&format!(
+            "{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nbacking = \"node:1\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("runtime.tiers[1].backing") && e.contains("not implemented"),
             "{e}"
@@ -400,13 +417,23 @@ mod tests {
         let e = file(&format!("{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nmax_compressed_bytes = 3072\n"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("runtime.tiers[1]") && e.contains("`max_compressed`"), "{e}");
-        let e = file(&format!("{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nbacking = \"memory\"\n"))
+        assert!(
+            e.contains("runtime.tiers[1]") && e.contains("`max_compressed`"),
+            "{e}"
+        );
+        let e = file(&format!(
+            "{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nbacking = \"memory\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("runtime.tiers[1].backing") && e.contains("\"dram\""),
+            "{e}"
+        );
+        // Compressed tiers need their kind: the old codec-only table is refused by path.
+        let e = file("[runtime]\n[[runtime.tiers]]\ncodec = \"lz4\"\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("runtime.tiers[1].backing") && e.contains("\"dram\""), "{e}");
-        // Compressed tiers need their kind: the old codec-only table is refused by path.
-        let e = file("[runtime]\n[[runtime.tiers]]\ncodec = \"lz4\"\n").unwrap_err().to_string();
         assert!(e.contains("runtime.tiers[0]"), "{e}");
     }
     #[test]
@@ -415,7 +442,10 @@ mod tests {
         assert_eq!(c.budget(), Budget::Bytes(512 << 20));
         assert_eq!(c.compressed_tiers()[0].max_compressed_bytes, 2048);
         let e = file(&format!("[runtime]\ndram_budget = \"50%\"\n[[runtime.tiers]]\nname = \"dram\"\nkind = \"dram\"\ncapacity = \"512MiB\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\n")).unwrap_err().to_string();
-        assert!(e.contains("runtime.dram_budget") && e.contains("runtime.tiers[0].capacity"), "{e}");
+        assert!(
+            e.contains("runtime.dram_budget") && e.contains("runtime.tiers[0].capacity"),
+            "{e}"
+        );
         let mut c = c;
         c.set_dram_budget("25%");
         c.validate("runtime").unwrap();
@@ -424,7 +454,8 @@ mod tests {
     }
     #[test]
     fn times_are_f64_ms() {
-        let c = file("[runtime]\nquantum_ms = 2.5\n[runtime.sampler]\nscan_period_ms = 50\n").unwrap();
+        let c =
+            file("[runtime]\nquantum_ms = 2.5\n[runtime.sampler]\nscan_period_ms = 50\n").unwrap();
         assert_eq!(c.quantum_ns(), 2_500_000);
         assert_eq!(c.scan_period_ns(), 50_000_000);
         assert_eq!(RuntimeConfig::default().quantum_ns(), 20_000_000);

@@ -331,10 +331,24 @@ mod rate_tests {
         for (mib, written) in cases {
             let gbps: f64 = written.parse().unwrap();
             assert_eq!(gbps, mib_per_s_to_gbps(mib), "{written}");
-            for q in [1_000_000u64, 10_000_000, 20_000_000, 500_000_000, 1_000_000_000, 7_777_777] {
-                assert_eq!(gbps_to_bytes_per_quantum(gbps, q), old(mib, q), "{written} GB/s, {q} ns");
+            for q in [
+                1_000_000u64,
+                10_000_000,
+                20_000_000,
+                500_000_000,
+                1_000_000_000,
+                7_777_777,
+            ] {
+                assert_eq!(
+                    gbps_to_bytes_per_quantum(gbps, q),
+                    old(mib, q),
+                    "{written} GB/s, {q} ns"
+                );
             }
-            assert_eq!(gbps_to_bytes_per_s(gbps) as u64, (mib * (1u64 << 20) as f64) as u64);
+            assert_eq!(
+                gbps_to_bytes_per_s(gbps) as u64,
+                (mib * (1u64 << 20) as f64) as u64
+            );
         }
         for mib in [600.0, 40.0, 8.0, 20.0, 100.0, 2.0, 1.0, 3.0, 0.5] {
             let g = mib_per_s_to_gbps(mib);

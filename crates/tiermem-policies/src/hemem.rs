@@ -31,7 +31,8 @@
 //! HeMem manages 2 MB pages; nothing here assumes a page size (`snap.page_bytes`).
 
 use crate::heat::{
-    free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, pages_in, Budget, HeatModel, FAST, SLOW,
+    free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, pages_in, Budget,
+    HeatModel, FAST, SLOW,
 };
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, invalid, join, Validate};

@@ -37,8 +37,8 @@
 //! clamps them to fixed page counts, which we omit to stay page-size agnostic).
 
 use crate::heat::{
-    capacity_pages, free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, pages_in, Budget,
-    HeatModel, FAST, SLOW,
+    capacity_pages, free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, pages_in,
+    Budget, HeatModel, FAST, SLOW,
 };
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, invalid, join, Validate};

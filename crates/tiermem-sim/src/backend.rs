@@ -11,8 +11,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 use tiermem_core::{
-    Applied, Backend, HeatEvent, PageIdx, Plan, Result, Snapshot, TierId, TierSpec,
-    TierTelemetry, TrackerSpec,
+    Applied, Backend, HeatEvent, PageIdx, Plan, Result, Snapshot, TierId, TierSpec, TierTelemetry,
+    TrackerSpec,
 };
 
 /// One row of the time series (averages over `record_interval_ms`).

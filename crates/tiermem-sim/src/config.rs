@@ -213,7 +213,10 @@ fn default_shootdown_ns() -> f64 {
 pub fn tier_capacity(t: &TierConfig, path: &str) -> Result<u64> {
     match &t.capacity {
         Some(c) => c.bytes(path),
-        None => Err(invalid(path, "missing; the simulator needs it: add e.g. `capacity = \"64GiB\"`")),
+        None => Err(invalid(
+            path,
+            "missing; the simulator needs it: add e.g. `capacity = \"64GiB\"`",
+        )),
     }
 }
 

@@ -129,7 +129,10 @@ fn kv_records_past_the_page_space_are_rejected() {
 #[test]
 fn capacity_past_2_pow_64_does_not_saturate() {
     let msg = names(
-        &with("capacity = \"32GiB\"", "capacity = \"99999999999999999999G\""),
+        &with(
+            "capacity = \"32GiB\"",
+            "capacity = \"99999999999999999999G\"",
+        ),
         "machine.tiers[0].capacity",
     );
     assert!(msg.contains("too large"), "{msg}");
