@@ -57,16 +57,20 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
     };
     if let Some(b) = &a.dram_budget {
         Budget::parse(b).map_err(|e| Error::usage(format!("--dram-budget: {e}")))?;
-        cfg.dram_budget = b.clone();
+        cfg.set_dram_budget(b);
     }
     if let Some(c) = &a.codec {
         tiermem_linux::codec::Codec::parse(c).map_err(|e| Error::usage(format!("--codec: {e}")))?;
-        cfg.tiers[0].codec = c.clone();
+        if let Some(t) = cfg.first_compressed_mut() {
+            t.codec = Some(c.clone());
+        }
     }
     if let Some(al) = &a.allocator {
         tiermem_linux::pool::AllocatorKind::parse(al)
             .map_err(|e| Error::usage(format!("--allocator: {e}")))?;
-        cfg.tiers[0].allocator = al.clone();
+        if let Some(t) = cfg.first_compressed_mut() {
+            t.allocator = Some(al.clone());
+        }
     }
     cfg.validate("runtime")?;
     Ok(cfg)

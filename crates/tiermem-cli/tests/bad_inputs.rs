@@ -51,31 +51,31 @@ fn sim_fails(name: &str, find: &str, replace: &str, needles: &[&str]) {
 fn sim_bad_fields_exit_2_naming_the_field() {
     sim_fails(
         "kvhuge",
-        "kind = \"gups\"                   # \"gups\", \"kv\", \"stream\", \"random\", \"trace\"\nworking_set = \"72G\"\nhot_set = \"24G\"\nhot_probability = 0.9\nobject_size = 64\nwrite_fraction = 1.0",
+        "kind = \"gups\"                   # \"gups\", \"kv\", \"stream\", \"random\", \"trace\"\nworking_set = \"72GiB\"\nhot_set = \"24GiB\"\nhot_probability = 0.9\nobject_size = 64\nwrite_fraction = 1.0",
         "kind = \"kv\"\nkeys = 1000\nvalue_size = \"99999999999999999999G\"",
         &["`workload.value_size`", "too large"],
     );
     sim_fails(
         "caphuge",
-        "capacity = \"32G\"",
+        "capacity = \"32GiB\"",
         "capacity = \"99999999999999999999G\"",
         &["`machine.tiers[0].capacity`", "too large"],
     );
     sim_fails(
         "cap1e30",
-        "capacity = \"32G\"",
+        "capacity = \"32GiB\"",
         "capacity = 1e30",
         &["`machine.tiers[0].capacity`", "floating-point"],
     );
     sim_fails(
         "capu64",
-        "capacity = \"32G\"",
+        "capacity = \"32GiB\"",
         "capacity = 99999999999999999999",
         &["`machine.tiers[0].capacity`", "as a string"],
     );
     sim_fails(
         "tiny",
-        "capacity = \"96G\"",
+        "capacity = \"96GiB\"",
         "capacity = 1000",
         &["`machine.tiers[1].capacity`", "one page"],
     );
@@ -120,7 +120,7 @@ fn sim_out_naming_a_file_is_a_usage_error() {
 fn sim_warns_on_stderr_when_tiers_are_full() {
     let d = tmp("full");
     let out = d.join("out");
-    let cfg = config(&d, "capacity = \"96G\"", "capacity = \"40G\"");
+    let cfg = config(&d, "capacity = \"96GiB\"", "capacity = \"40G\"");
     let o = tiermem()
         .arg("sim")
         .arg(&cfg)

@@ -252,7 +252,10 @@ mod tests {
             assert!(m.contains(part), "{part} missing in: {m}");
         }
         assert!(caps()
-            .check("ok", &Needs::tracking(&TrackerSpec::Pebs { sample_period: 1 }))
+            .check(
+                "ok",
+                &Needs::tracking(&TrackerSpec::Pebs { sample_period: 1 })
+            )
             .is_ok());
         let many = Needs {
             tenants: 3,

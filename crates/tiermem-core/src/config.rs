@@ -75,9 +75,9 @@ pub fn from_toml_str<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T>
             }
         };
         let hint = if msg.contains("number too large") {
-            "; TOML integers are at most 9223372036854775807: write a size as a string such as \"64G\", a count within that range"
+            "; TOML integers are at most 9223372036854775807: write a size as a string such as \"64G\", a count within that range".to_string()
         } else {
-            ""
+            renamed_hint(&msg)
         };
         if path.is_empty() {
             Error::config(format!("{at}: {msg}{hint}"))
@@ -86,6 +86,47 @@ pub fn from_toml_str<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T>
         }
     })?;
     Ok(value)
+}
+
+/// Fields renamed when the configs took one unit convention (sizes as size strings,
+/// bandwidth in GB/s, time as f64 with its unit suffix): an old spelling is an error that
+/// names the new field, never silently accepted.
+pub const RENAMED_FIELDS: &[(&str, &str)] = &[
+    (
+        "max_compressed_bytes",
+        "`max_compressed`, a size such as \"3KiB\"",
+    ),
+    (
+        "migration_limit_mib_per_s",
+        "`migration_limit_gbps` in GB/s (1 MiB/s = 0.001048576 GB/s)",
+    ),
+    (
+        "promote_rate_limit_mib_per_s",
+        "`promote_rate_limit_gbps` in GB/s (1 MiB/s = 0.001048576 GB/s)",
+    ),
+    (
+        "peak_bandwidth",
+        "`peak_bandwidth_gbps` in GB/s (1e9 bytes/s)",
+    ),
+    (
+        "peak_bandwidth_bytes_per_s",
+        "`peak_bandwidth_gbps` in GB/s (1e9 bytes/s)",
+    ),
+    ("capacity_bytes", "`capacity`, a size such as \"4GiB\""),
+    ("unloaded_latency", "`unloaded_latency_ns`"),
+];
+
+/// "; `OLD` is now NEW" for an unknown field that was renamed.
+fn renamed_hint(msg: &str) -> String {
+    let Some(rest) = msg.strip_prefix("unknown field `") else {
+        return String::new();
+    };
+    let field = rest.split('`').next().unwrap_or("");
+    RENAMED_FIELDS
+        .iter()
+        .find(|(old, _)| *old == field)
+        .map(|(old, new)| format!("; `{old}` is now {new}: rename it"))
+        .unwrap_or_default()
 }
 
 /// Collapse a multi-line message (toml's syntax errors) into one line.

@@ -38,6 +38,62 @@ impl PageRange {
     }
 }
 
+/// A size in a config: a string with a unit ("4GiB", "512MiB", "3KiB") or an integer
+/// number of bytes. Every size field of every tiermem config is a `Size`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Size {
+    Bytes(u64),
+    Text(String),
+}
+
+/// By hand, so that a float, a negative number or another type says what a size is
+/// (an untagged enum only says "data did not match any variant").
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Size, D::Error> {
+        struct V;
+        const WHAT: &str =
+            "a size: an integer number of bytes (4096) or a string with a unit (\"64K\", \"2M\", \"32G\")";
+        impl serde::de::Visitor<'_> for V {
+            type Value = Size;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(WHAT)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Size, E> {
+                Ok(Size::Bytes(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Size, E> {
+                u64::try_from(v)
+                    .map(Size::Bytes)
+                    .map_err(|_| E::custom(format!("{v} is negative; expected {WHAT}")))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Size, E> {
+                Err(E::custom(format!(
+                    "{v:e} is a floating-point number; expected {WHAT}"
+                )))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Size, E> {
+                Ok(Size::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Size {
+    /// The size in bytes; a bad string is an error naming `path`.
+    pub fn bytes(&self, path: &str) -> crate::Result<u64> {
+        match self {
+            Size::Bytes(b) => Ok(*b),
+            Size::Text(t) => parse_size(t).map_err(|e| crate::config::invalid(path, e)),
+        }
+    }
+    /// A size written as text ("3KiB").
+    pub fn text(t: &str) -> Size {
+        Size::Text(t.to_string())
+    }
+}
+
 /// Parse a human size: "4096", "4K", "2MiB", "1.5G", "72GB" (binary multiples).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();

@@ -5,9 +5,9 @@ use crate::budget_policy::BudgetPolicy;
 use crate::runtime::{MoveResult, Runtime, EVICT_BATCH};
 use crate::sys::{self, PAGE};
 use tiermem_core::{
-    Applied, Backend, Capabilities, Controls, Engine, Error, ErrorKind, HeatEvent, PageRange,
-    Plan, Provision, Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierKind,
-    TierSpec, TierTelemetry, TrackerKind, TrackerSpec,
+    Applied, Backend, Capabilities, Controls, Engine, Error, ErrorKind, HeatEvent, PageRange, Plan,
+    Provision, Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierSpec,
+    TierTelemetry, TrackerKind, TrackerSpec,
 };
 
 pub struct RuntimeBackend {
@@ -31,34 +31,15 @@ pub struct RuntimeBackend {
 
 impl RuntimeBackend {
     pub fn new(rt: &'static Runtime) -> RuntimeBackend {
-        let mut specs = vec![TierSpec {
-            name: "dram".into(),
-            kind: TierKind::Dram,
-            capacity_bytes: u64::MAX,
-            unloaded_latency_ns: 100.0,
-            peak_bandwidth_bytes_per_s: 10e9,
-            cost_per_gb: 1.0,
-        }];
-        for (k, t) in rt.cfg.tiers.iter().enumerate() {
-            specs.push(TierSpec {
-                name: format!("{}:{}", k + 1, t.codec),
-                kind: TierKind::Compressed {
-                    codec: t.codec.clone(),
-                    allocator: t.allocator.clone(),
-                },
-                capacity_bytes: u64::MAX,
-                unloaded_latency_ns: 10_000.0,
-                peak_bandwidth_bytes_per_s: 1e9,
-                cost_per_gb: 0.3,
-            });
-        }
+        // Capacities are not bounds here: the budget policy limits DRAM, pools grow.
+        let specs: Vec<TierSpec> = rt.cfg.tiers.iter().map(|t| t.spec(u64::MAX)).collect();
         RuntimeBackend {
             rt,
             specs,
             telemetry: Vec::new(),
             placement: Vec::new(),
             events: Vec::new(),
-            scan_period_ns: rt.cfg.sampler.scan_period_ms * 1_000_000,
+            scan_period_ns: rt.cfg.scan_period_ns(),
             scan_pages: rt.cfg.sampler.scan_pages,
             next_scan_ns: 0,
             now: sys::now_ns(),
@@ -160,7 +141,7 @@ impl Backend for RuntimeBackend {
         }
         Snapshot {
             now_ns: self.now - self.rt.start_ns,
-            quantum_ns: self.rt.cfg.quantum_ms * 1_000_000,
+            quantum_ns: self.rt.cfg.quantum_ns(),
             page_bytes: PAGE as u64,
             tier_specs: &self.specs,
             tiers: &self.telemetry,
@@ -240,8 +221,8 @@ fn program_name() -> String {
 /// The manager thread: engine steps, stats publication, control socket requests.
 pub fn manager_loop(rt: &'static Runtime) {
     let policy = BudgetPolicy::new(
-        rt.cfg.quantum_ms * 1_000_000,
-        rt.cfg.sampler.scan_period_ms * 1_000_000,
+        rt.cfg.quantum_ns(),
+        rt.cfg.scan_period_ns(),
         rt.cfg.sampler.scan_pages,
     );
     let mut backend = RuntimeBackend::new(rt);

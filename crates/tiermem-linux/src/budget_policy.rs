@@ -132,6 +132,7 @@ mod tests {
             spec(TierKind::Compressed {
                 codec: "lz4".into(),
                 allocator: "zsmalloc".into(),
+                backing: "dram".into(),
             }),
         ];
         let placement = vec![TierId(0); 200];
@@ -177,6 +178,7 @@ mod tests {
             spec(TierKind::Compressed {
                 codec: "lz4".into(),
                 allocator: "zsmalloc".into(),
+                backing: "dram".into(),
             }),
         ];
         let placement = vec![TierId(0); 10];

@@ -4,8 +4,9 @@
 use crate::codec::Codec;
 use crate::pool::{AllocatorKind, Backing};
 use serde::{Deserialize, Serialize};
-use tiermem_core::config::{invalid, Validate};
-use tiermem_core::{parse_size, Result};
+use tiermem_core::config::{check_range, invalid, Validate};
+use tiermem_core::tier::{validate_tiers, TierBackend, TierConfig, TierKind};
+use tiermem_core::{parse_size, Result, Size};
 
 /// A DRAM budget: absolute bytes, or a fraction of the managed footprint (resident +
 /// compressed pages).
@@ -81,33 +82,17 @@ fn machine_memory_bytes() -> Option<u64> {
     })
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TierConfig {
-    /// lz4, zstd[:LEVEL], deflate[:LEVEL], lzo
-    #[serde(default = "default_codec")]
+/// A compressed tier as the runtime realises it: a `kind = "compressed"` entry of
+/// `[[runtime.tiers]]` with its defaults filled in and `backing` resolved ("dram" when it
+/// names the DRAM tier).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompressedTier {
+    pub name: String,
     pub codec: String,
-    /// zsmalloc, zbud, z3fold
-    #[serde(default = "default_allocator")]
     pub allocator: String,
-    /// A page whose compressed size is not below this many bytes stays resident.
-    #[serde(default = "default_max_compressed")]
-    pub max_compressed_bytes: u64,
-    /// Where the pool lives: "memory" (the process's own memory); NUMA nodes later.
-    #[serde(default = "default_backing")]
     pub backing: String,
-}
-fn default_backing() -> String {
-    "memory".into()
-}
-fn default_codec() -> String {
-    "lz4".into()
-}
-fn default_allocator() -> String {
-    "zsmalloc".into()
-}
-fn default_max_compressed() -> u64 {
-    3072
+    /// A page whose compressed size is not below this many bytes stays resident.
+    pub max_compressed_bytes: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -115,13 +100,13 @@ fn default_max_compressed() -> u64 {
 pub struct SamplerConfig {
     /// How often the hint-fault scanner unmaps a sample of resident pages.
     #[serde(default = "default_scan_period_ms")]
-    pub scan_period_ms: u64,
+    pub scan_period_ms: f64,
     /// Pages unmapped per scan.
     #[serde(default = "default_scan_pages")]
     pub scan_pages: u64,
 }
-fn default_scan_period_ms() -> u64 {
-    100
+fn default_scan_period_ms() -> f64 {
+    100.0
 }
 fn default_scan_pages() -> u64 {
     256
@@ -138,23 +123,28 @@ impl Default for SamplerConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeConfig {
-    /// "unlimited", a size ("512M") or a percentage of the managed footprint ("50%").
-    #[serde(default = "default_budget")]
-    pub dram_budget: String,
+    /// "unlimited", a size ("512MiB") or a percentage of the managed footprint ("50%").
+    /// Default: the DRAM tier's `capacity` when it has one, else unlimited. Giving both is
+    /// an error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_budget: Option<String>,
     /// Anonymous mmaps and malloc-family allocations at least this large are managed.
     #[serde(default = "default_min_region")]
-    pub min_region: String,
-    /// Policy quantum.
+    pub min_region: Size,
+    /// Policy quantum, ms.
     #[serde(default = "default_quantum_ms")]
-    pub quantum_ms: u64,
-    /// Compressed tiers, in order (tier 1, 2, ...). Demotions go to the first.
+    pub quantum_ms: f64,
+    /// The tiers, in order: tier 0 is `kind = "dram"` (the process's own memory; its
+    /// `capacity`, if given, is the DRAM budget), then `kind = "compressed"` tiers
+    /// (unlimited; demotions go to the first). The same schema as the simulator's
+    /// `[[machine.tiers]]` (`tiermem_core::tier::TierConfig`).
     #[serde(default = "default_tiers")]
     pub tiers: Vec<TierConfig>,
     #[serde(default)]
     pub sampler: SamplerConfig,
     /// Virtual address space reserved for managed regions.
     #[serde(default = "default_arena")]
-    pub arena: String,
+    pub arena: Size,
     /// Where `stat`/`budget` find a running program: RUN_DIR/PID/ (private to the user;
     /// see control.rs and docs/runtime.md).
     #[serde(default = "default_run_dir")]
@@ -168,25 +158,21 @@ pub struct RuntimeConfig {
 fn default_stats_mode() -> String {
     "0600".into()
 }
-fn default_budget() -> String {
-    "unlimited".into()
+fn default_min_region() -> Size {
+    Size::text("128KiB")
 }
-fn default_min_region() -> String {
-    "128K".into()
+fn default_quantum_ms() -> f64 {
+    20.0
 }
-fn default_quantum_ms() -> u64 {
-    20
+/// One DRAM tier and one lz4/zsmalloc tier in DRAM (max_compressed 3 KiB).
+pub fn default_tiers() -> Vec<TierConfig> {
+    vec![
+        TierConfig::dram("dram"),
+        TierConfig::compressed("lz4", "lz4"),
+    ]
 }
-fn default_tiers() -> Vec<TierConfig> {
-    vec![TierConfig {
-        codec: default_codec(),
-        allocator: default_allocator(),
-        max_compressed_bytes: default_max_compressed(),
-        backing: default_backing(),
-    }]
-}
-fn default_arena() -> String {
-    "1T".into()
+fn default_arena() -> Size {
+    Size::text("1TiB")
 }
 /// `$TIERMEM_RUN_DIR`, else the user's private directory (`control::private_run_dir`).
 pub fn default_run_dir() -> String {
@@ -199,7 +185,7 @@ pub fn default_run_dir() -> String {
 impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
-            dram_budget: default_budget(),
+            dram_budget: None,
             min_region: default_min_region(),
             quantum_ms: default_quantum_ms(),
             tiers: default_tiers(),
@@ -223,45 +209,54 @@ pub struct RuntimeFile {
 impl Validate for RuntimeConfig {
     fn validate(&self, path: &str) -> Result<()> {
         let p = |f: &str| tiermem_core::config::join(path, f);
-        Budget::parse(&self.dram_budget).map_err(|e| invalid(&p("dram_budget"), e))?;
-        let min_region = parse_size(&self.min_region).map_err(|e| invalid(&p("min_region"), e))?;
+        if let Some(b) = &self.dram_budget {
+            Budget::parse(b).map_err(|e| invalid(&p("dram_budget"), e))?;
+        }
+        let min_region = self.min_region.bytes(&p("min_region"))?;
         if !(4096..=1 << 30).contains(&min_region) {
             return Err(invalid(
                 &p("min_region"),
-                format!("{min_region} bytes; give a size from 4K (one page) to 1G, e.g. \"128K\""),
+                format!("{min_region} bytes; give a size from \"4KiB\" (one page) to \"1GiB\", e.g. \"128KiB\""),
             ));
         }
-        let arena = parse_size(&self.arena).map_err(|e| invalid(&p("arena"), e))?;
+        let arena = self.arena.bytes(&p("arena"))?;
         if !(64 << 20..=16u64 << 40).contains(&arena) {
             return Err(invalid(
                 &p("arena"),
-                format!("{arena} bytes of address space; give 64M to 16T (it is only reserved, e.g. \"1T\")"),
+                format!("{arena} bytes of address space; give \"64MiB\" to \"16TiB\" (it is only reserved, e.g. \"1TiB\")"),
             ));
         }
-        if self.quantum_ms == 0 || self.quantum_ms > 10_000 {
-            return Err(invalid(&p("quantum_ms"), "must be in [1, 10000]"));
+        check_range(&p("quantum_ms"), self.quantum_ms, 0.1, 10_000.0)?;
+        validate_tiers(&self.tiers, &p("tiers"), TierBackend::Runtime)?;
+        if self.dram_budget.is_some() && self.tiers[0].capacity.is_some() {
+            return Err(invalid(
+                &p("dram_budget"),
+                format!("and {}[0].capacity both set the DRAM budget; keep one (dram_budget also takes a percentage, \"50%\")", p("tiers")),
+            ));
         }
-        if self.tiers.is_empty() || self.tiers.len() > 8 {
-            return Err(invalid(&p("tiers"), "give 1 to 8 compressed tiers"));
-        }
-        for (i, t) in self.tiers.iter().enumerate() {
+        for (i, t) in self.tiers.iter().enumerate().skip(1) {
             let tp = format!("{}[{i}]", p("tiers"));
-            Codec::parse(&t.codec).map_err(|e| invalid(&format!("{tp}.codec"), e))?;
-            AllocatorKind::parse(&t.allocator)
-                .map_err(|e| invalid(&format!("{tp}.allocator"), e))?;
-            Backing::parse(&t.backing).map_err(|e| invalid(&format!("{tp}.backing"), e))?;
-            if t.max_compressed_bytes == 0 || t.max_compressed_bytes > 4096 {
-                return Err(invalid(
-                    &format!("{tp}.max_compressed_bytes"),
-                    "must be in [1, 4096]",
-                ));
-            }
+            let TierKind::Compressed {
+                codec,
+                allocator,
+                backing,
+            } = t.tier_kind(&tp)?
+            else {
+                continue;
+            };
+            Codec::parse(&codec).map_err(|e| invalid(&format!("{tp}.codec"), e))?;
+            AllocatorKind::parse(&allocator).map_err(|e| invalid(&format!("{tp}.allocator"), e))?;
+            Backing::parse(&self.resolve_backing(&backing))
+                .map_err(|e| invalid(&format!("{tp}.backing"), e))?;
         }
         crate::control::parse_stats_mode(&self.stats_mode)
             .map_err(|e| invalid(&p("stats_mode"), e))?;
-        if self.sampler.scan_period_ms == 0 {
-            return Err(invalid(&p("sampler.scan_period_ms"), "must be > 0"));
-        }
+        check_range(
+            &p("sampler.scan_period_ms"),
+            self.sampler.scan_period_ms,
+            0.1,
+            3_600_000.0,
+        )?;
         Ok(())
     }
 }
@@ -272,14 +267,70 @@ impl RuntimeConfig {
         f.runtime.validate("runtime")?;
         Ok(f.runtime)
     }
+    /// `dram_budget`, else the DRAM tier's capacity, else unlimited.
     pub fn budget(&self) -> Budget {
-        Budget::parse(&self.dram_budget).unwrap_or(Budget::Unlimited)
+        if let Some(b) = &self.dram_budget {
+            return Budget::parse(b).unwrap_or(Budget::Unlimited);
+        }
+        match self.tiers.first().and_then(|t| t.capacity.as_ref()) {
+            Some(c) => c.bytes("").map(Budget::Bytes).unwrap_or(Budget::Unlimited),
+            None => Budget::Unlimited,
+        }
     }
     pub fn min_region_bytes(&self) -> u64 {
-        parse_size(&self.min_region).unwrap_or(128 << 10)
+        self.min_region.bytes("").unwrap_or(128 << 10)
     }
     pub fn arena_bytes(&self) -> u64 {
-        parse_size(&self.arena).unwrap_or(1 << 40)
+        self.arena.bytes("").unwrap_or(1 << 40)
+    }
+    /// The policy quantum in ns.
+    pub fn quantum_ns(&self) -> u64 {
+        (self.quantum_ms * 1e6).round() as u64
+    }
+    /// The hint-fault scan period in ns.
+    pub fn scan_period_ns(&self) -> u64 {
+        (self.sampler.scan_period_ms * 1e6).round() as u64
+    }
+    /// "dram" when `backing` names the DRAM tier, else `backing` as written.
+    fn resolve_backing(&self, backing: &str) -> String {
+        match self.tiers.iter().find(|t| t.name == backing) {
+            Some(t) if t.kind == "dram" => "dram".into(),
+            _ => backing.into(),
+        }
+    }
+    /// The compressed tiers (runtime tiers 1, 2, ...), defaults filled in.
+    pub fn compressed_tiers(&self) -> Vec<CompressedTier> {
+        self.tiers
+            .iter()
+            .filter_map(|t| match t.tier_kind("") {
+                Ok(TierKind::Compressed {
+                    codec,
+                    allocator,
+                    backing,
+                }) => Some(CompressedTier {
+                    name: t.name.clone(),
+                    codec,
+                    allocator,
+                    backing: self.resolve_backing(&backing),
+                    max_compressed_bytes: t
+                        .max_compressed_bytes("")
+                        .unwrap_or(tiermem_core::tier::DEFAULT_MAX_COMPRESSED_BYTES),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+    /// The first compressed tier (where demotions go), for command-line overrides.
+    pub fn first_compressed_mut(&mut self) -> Option<&mut TierConfig> {
+        self.tiers.iter_mut().find(|t| t.kind == "compressed")
+    }
+    /// Set the DRAM budget from the command line: it replaces the file's dram_budget and
+    /// DRAM tier capacity.
+    pub fn set_dram_budget(&mut self, budget: &str) {
+        self.dram_budget = Some(budget.to_string());
+        if let Some(t) = self.tiers.first_mut() {
+            t.capacity = None;
+        }
     }
 }
 
@@ -302,14 +353,14 @@ mod tests {
     fn region_and_arena_sizes_are_bounded() {
         for (field, val) in [
             ("min_region", "0"),
-            ("min_region", "2G"),
+            ("min_region", "2GiB"),
             ("arena", "0"),
-            ("arena", "1M"),
+            ("arena", "1MiB"),
         ] {
             let mut c = RuntimeConfig::default();
             match field {
-                "min_region" => c.min_region = val.into(),
-                _ => c.arena = val.into(),
+                "min_region" => c.min_region = Size::text(val),
+                _ => c.arena = Size::text(val),
             }
             let e = c.validate("runtime").unwrap_err().to_string();
             assert!(
@@ -319,43 +370,103 @@ mod tests {
         }
         assert!(RuntimeConfig::default().validate("runtime").is_ok());
     }
+
+    fn file(text: &str) -> Result<RuntimeConfig> {
+        let f: RuntimeFile = tiermem_core::config::from_toml_str(text, "c.toml")?;
+        f.runtime.validate("runtime")?;
+        Ok(f.runtime)
+    }
+    const DRAM: &str = "[runtime]\n[[runtime.tiers]]\nname = \"dram\"\nkind = \"dram\"\n";
+
     #[test]
     fn unknown_field_is_named() {
-        let e = tiermem_core::config::from_toml_str::<RuntimeFile>(
-            "[runtime]\n[[runtime.tiers]]\ncodex = \"lz4\"\n",
-            "c.toml",
-        )
+        let e = file(&format!(
+            "{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\ncodex = \"lz4\"\n"
+        ))
         .unwrap_err();
-        assert!(e.to_string().contains("runtime.tiers[0]"), "{e}");
+        assert!(e.to_string().contains("runtime.tiers[1]"), "{e}");
         assert!(e.to_string().contains("codex"), "{e}");
     }
     #[test]
     fn bad_codec_is_named() {
-        let f: RuntimeFile = tiermem_core::config::from_toml_str(
-            "[runtime]\n[[runtime.tiers]]\ncodec = \"brotli\"\n",
-            "c.toml",
-        )
-        .unwrap();
-        let e = f.runtime.validate("runtime").unwrap_err();
-        assert!(e.to_string().contains("runtime.tiers[0].codec"), "{e}");
+        let e = file(&format!(
+            "{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\ncodec = \"brotli\"\n"
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("runtime.tiers[1].codec"), "{e}");
     }
     #[test]
-    fn numa_backing_is_refused_by_name() {
-        let f: RuntimeFile = tiermem_core::config::from_toml_str(
-            "[runtime]\n[[runtime.tiers]]\nbacking = \"numa:1\"\n",
-            "c.toml",
-        )
-        .unwrap();
-        let e = f.runtime.validate("runtime").unwrap_err().to_string();
+    fn node_backing_is_refused_by_name() {
+        let e = file(&format!(
+            "{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nbacking = \"node:1\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
         assert!(
-            e.contains("runtime.tiers[0].backing") && e.contains("not implemented"),
+            e.contains("runtime.tiers[1].backing") && e.contains("not implemented"),
             "{e}"
         );
-        let f: RuntimeFile = tiermem_core::config::from_toml_str(
-            "[runtime]\n[[runtime.tiers]]\nbacking = \"memory\"\n",
-            "c.toml",
-        )
-        .unwrap();
-        f.runtime.validate("runtime").unwrap();
+        // The DRAM tier's name or "dram".
+        for b in ["dram", "local"] {
+            let c = file(&format!("[runtime]\n[[runtime.tiers]]\nname = \"local\"\nkind = \"dram\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nbacking = \"{b}\"\n")).unwrap();
+            assert_eq!(c.compressed_tiers()[0].backing, "dram");
+        }
+    }
+    #[test]
+    fn old_spellings_name_the_new_field() {
+        let e = file(&format!("{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nmax_compressed_bytes = 3072\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("runtime.tiers[1]") && e.contains("`max_compressed`"),
+            "{e}"
+        );
+        let e = file(&format!(
+            "{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nbacking = \"memory\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("runtime.tiers[1].backing") && e.contains("\"dram\""),
+            "{e}"
+        );
+        // Compressed tiers need their kind: the old codec-only table is refused by path.
+        let e = file("[runtime]\n[[runtime.tiers]]\ncodec = \"lz4\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("runtime.tiers[0]"), "{e}");
+    }
+    #[test]
+    fn dram_capacity_is_the_budget() {
+        let c = file(&format!("{}capacity = \"512MiB\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nmax_compressed = \"2KiB\"\n", DRAM)).unwrap();
+        assert_eq!(c.budget(), Budget::Bytes(512 << 20));
+        assert_eq!(c.compressed_tiers()[0].max_compressed_bytes, 2048);
+        let e = file(&format!("[runtime]\ndram_budget = \"50%\"\n[[runtime.tiers]]\nname = \"dram\"\nkind = \"dram\"\ncapacity = \"512MiB\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\n")).unwrap_err().to_string();
+        assert!(
+            e.contains("runtime.dram_budget") && e.contains("runtime.tiers[0].capacity"),
+            "{e}"
+        );
+        let mut c = c;
+        c.set_dram_budget("25%");
+        c.validate("runtime").unwrap();
+        assert_eq!(c.budget(), Budget::Fraction(0.25));
+        assert_eq!(RuntimeConfig::default().budget(), Budget::Unlimited);
+    }
+    #[test]
+    fn times_are_f64_ms() {
+        let c =
+            file("[runtime]\nquantum_ms = 2.5\n[runtime.sampler]\nscan_period_ms = 50\n").unwrap();
+        assert_eq!(c.quantum_ns(), 2_500_000);
+        assert_eq!(c.scan_period_ns(), 50_000_000);
+        assert_eq!(RuntimeConfig::default().quantum_ns(), 20_000_000);
+    }
+    #[test]
+    fn json_round_trip_for_the_preload() {
+        let c = file(&format!("{DRAM}capacity = \"1GiB\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\ncodec = \"zstd:3\"\n")).unwrap();
+        let j = serde_json::to_string(&c).unwrap();
+        let back: RuntimeConfig = serde_json::from_str(&j).unwrap();
+        back.validate("runtime").unwrap();
+        assert_eq!(back.tiers, c.tiers);
+        assert_eq!(back.budget(), c.budget());
     }
 }

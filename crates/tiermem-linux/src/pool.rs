@@ -33,11 +33,11 @@ pub enum Backing {
 impl Backing {
     pub fn parse(s: &str) -> Result<Self, String> {
         match s {
-            "memory" => Ok(Self::Memory),
-            _ if s.starts_with("numa:") => Err(format!(
-                "backing `{s}`: NUMA-node backing is not implemented yet; use \"memory\""
+            "dram" => Ok(Self::Memory),
+            "memory" => Err("`backing = \"memory\"` is now `backing = \"dram\"`; rename it".into()),
+            _ => Err(format!(
+                "backing `{s}`: node backing (a pool in a NUMA/CXL node) is not implemented in the runtime yet; use \"dram\""
             )),
-            _ => Err(format!("unknown backing `{s}`; expected \"memory\"")),
         }
     }
     /// Map `len` bytes of slab space (physical memory only for the slab pages written).

@@ -121,7 +121,7 @@ fn bad_config_names_the_field_path() {
     let dir = std::env::temp_dir().join(format!("tiermem-cfg-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("bad.toml");
-    std::fs::write(&f, "[runtime]\ndram_budget = \"50%\"\n[[runtime.tiers]]\ncodec = \"lz4\"\nalocator = \"zbud\"\n").unwrap();
+    std::fs::write(&f, "[runtime]\ndram_budget = \"50%\"\n[[runtime.tiers]]\nname = \"dram\"\nkind = \"dram\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\ncodec = \"lz4\"\nalocator = \"zbud\"\n").unwrap();
     let out = run(
         {
             let mut c = Command::new(tiermem());
@@ -135,7 +135,7 @@ fn bad_config_names_the_field_path() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("runtime.tiers[0]") && err.contains("alocator"),
+        err.contains("runtime.tiers[1]") && err.contains("alocator"),
         "{err}"
     );
     let out = run(

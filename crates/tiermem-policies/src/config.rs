@@ -30,7 +30,7 @@ hot_read_threshold = 4                # HOT_READ_THRESHOLD
 hot_write_threshold = 4               # HOT_WRITE_THRESHOLD
 cooling_threshold = 10                # PEBS_COOLING_THRESHOLD: halve all counts past this
 quantum_ms = 10.0                     # PEBS_KSWAPD_INTERVAL
-migration_limit_mib_per_s = 1024000.0 # PEBS_KSWAPD_MIGRATE_RATE: 10 GiB per 10 ms pass
+migration_limit_gbps = 1073.741824   # PEBS_KSWAPD_MIGRATE_RATE: 10 GiB per 10 ms pass = 1024000 MiB/s x 1048576 B/MiB
 "#,
     ),
     (
@@ -42,7 +42,7 @@ scan_size_mb = 256                    # numa_balancing_scan_size_mb
 scan_period_min_ms = 1000.0           # numa_balancing_scan_period_min_ms (threshold period)
 # scan_interval_ms = 100.0            # default: task_scan_min() = 1000 * scan_size_mb / 2560
 hot_threshold_ms = 1000.0             # numa_balancing_hot_threshold_ms
-promote_rate_limit_mib_per_s = 65536.0 # numa_balancing_promote_rate_limit_MBps
+promote_rate_limit_gbps = 68.719476736 # numa_balancing_promote_rate_limit_MBps: 65536 MiB/s x 1048576 B/MiB
 adjust_threshold = true               # numa_promotion_adjust_threshold
 watermark_scale_factor = 10           # vm.watermark_scale_factor
 # min_free_kbytes = 23170             # default: clamp(sqrt(16 * capacity_kB), 128, 262144)
@@ -63,7 +63,7 @@ thres_hot = 1                         # htmm_thres_hot: lowest hot bin
 warm = true                           # !htmm_nowarm
 promotion_watermark = 0.03            # get_memcg_promotion_watermark: 3 % of the tier
 demotion_watermark = 0.02             # get_memcg_demotion_watermark: 2 %
-migration_limit_mib_per_s = 2048.0    # MAX_MIGRATION_RATE_IN_MBPS
+migration_limit_gbps = 2.147483648   # MAX_MIGRATION_RATE_IN_MBPS: 2048 MiB/s x 1048576 B/MiB
 "#,
     ),
     (

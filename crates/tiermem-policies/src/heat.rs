@@ -151,9 +151,21 @@ pub fn capacity_pages(snap: &Snapshot<'_>, tier: TierId) -> u64 {
     snap.tiers[tier.index()].capacity_bytes / snap.page_bytes
 }
 
-/// Convert a rate in MiB/s and a quantum into bytes per quantum.
-pub fn mib_per_s_to_bytes_per_quantum(mib_per_s: f64, quantum_ns: u64) -> u64 {
-    (mib_per_s * (1u64 << 20) as f64 * quantum_ns as f64 / 1e9).floor() as u64
+/// A rate in GB/s (1e9 bytes/s) as whole bytes per second. Rounded, so that a limit
+/// written as a converted MiB/s constant (1 MiB/s = 1 048 576 B/s = 0.001048576 GB/s)
+/// gives exactly the bytes the MiB/s form gave (`1073.741824 * 1e9` is not exact in f64).
+pub fn gbps_to_bytes_per_s(gbps: f64) -> f64 {
+    (gbps * 1e9).round()
+}
+
+/// A kernel/HeMem constant in MiB/s (2^20 bytes/s) in GB/s: for defaults that cite it.
+pub fn mib_per_s_to_gbps(mib_per_s: f64) -> f64 {
+    mib_per_s * (1u64 << 20) as f64 / 1e9
+}
+
+/// Convert a rate in GB/s and a quantum into bytes per quantum (rounded down).
+pub fn gbps_to_bytes_per_quantum(gbps: f64, quantum_ns: u64) -> u64 {
+    (gbps_to_bytes_per_s(gbps) * quantum_ns as f64 / 1e9).floor() as u64
 }
 
 /// Milliseconds (config) to nanoseconds.
@@ -299,5 +311,52 @@ pub(crate) mod testutil {
             .filter(|m| m.to == to)
             .flat_map(|m| m.range.pages())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod rate_tests {
+    use super::*;
+
+    /// The GB/s limits give the same bytes per quantum as the MiB/s ones they replaced
+    /// (`floor(mib × 2^20 × q / 1e9)`), for the shipped defaults and the tests' values.
+    #[test]
+    fn gbps_quota_matches_the_old_mib_per_s_quota() {
+        let old = |mib: f64, q: u64| (mib * (1u64 << 20) as f64 * q as f64 / 1e9).floor() as u64;
+        let cases = [
+            (1024000.0, "1073.741824"),
+            (65536.0, "68.719476736"),
+            (2048.0, "2.147483648"),
+            (4000.0, "4.194304"),
+            (8000.0, "8.388608"),
+        ];
+        for (mib, written) in cases {
+            let gbps: f64 = written.parse().unwrap();
+            assert_eq!(gbps, mib_per_s_to_gbps(mib), "{written}");
+            for q in [
+                1_000_000u64,
+                10_000_000,
+                20_000_000,
+                500_000_000,
+                1_000_000_000,
+                7_777_777,
+            ] {
+                assert_eq!(
+                    gbps_to_bytes_per_quantum(gbps, q),
+                    old(mib, q),
+                    "{written} GB/s, {q} ns"
+                );
+            }
+            assert_eq!(
+                gbps_to_bytes_per_s(gbps) as u64,
+                (mib * (1u64 << 20) as f64) as u64
+            );
+        }
+        for mib in [600.0, 40.0, 8.0, 20.0, 100.0, 2.0, 1.0, 3.0, 0.5] {
+            let g = mib_per_s_to_gbps(mib);
+            for q in [10_000_000u64, 500_000_000, 1_000_000_000] {
+                assert_eq!(gbps_to_bytes_per_quantum(g, q), old(mib, q), "{mib} MiB/s");
+            }
+        }
     }
 }

@@ -31,7 +31,8 @@
 //! HeMem manages 2 MB pages; nothing here assumes a page size (`snap.page_bytes`).
 
 use crate::heat::{
-    free_pages, mib_per_s_to_bytes_per_quantum, ms_to_ns, pages_in, Budget, HeatModel, FAST, SLOW,
+    free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, pages_in, Budget,
+    HeatModel, FAST, SLOW,
 };
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, invalid, join, Validate};
@@ -57,10 +58,11 @@ pub struct HememConfig {
     /// Migration-thread period (`PEBS_KSWAPD_INTERVAL` 10 ms).
     #[serde(default = "d_quantum_ms")]
     pub quantum_ms: f64,
-    /// Migration limit in MiB per second: `PEBS_KSWAPD_MIGRATE_RATE` is 10 GiB per 10 ms
-    /// pass = 1 024 000 MiB/s (in practice the copy bandwidth binds first).
+    /// Migration limit in GB/s (1e9 bytes/s): `PEBS_KSWAPD_MIGRATE_RATE` is 10 GiB per
+    /// 10 ms pass = 1 024 000 MiB/s = 1 024 000 × 1 048 576 B/s = 1073.741824 GB/s (in
+    /// practice the copy bandwidth binds first).
     #[serde(default = "d_limit")]
-    pub migration_limit_mib_per_s: f64,
+    pub migration_limit_gbps: f64,
 }
 
 fn d_sample_period() -> u64 {
@@ -76,7 +78,8 @@ fn d_quantum_ms() -> f64 {
     10.0
 }
 fn d_limit() -> f64 {
-    10.0 * 1024.0 / 0.010
+    // 10 GiB per 10 ms in MiB/s, converted: 1073.741824 GB/s.
+    mib_per_s_to_gbps(10.0 * 1024.0 / 0.010)
 }
 
 impl Default for HememConfig {
@@ -87,7 +90,7 @@ impl Default for HememConfig {
             hot_write_threshold: d_hot(),
             cooling_threshold: d_cooling(),
             quantum_ms: d_quantum_ms(),
-            migration_limit_mib_per_s: d_limit(),
+            migration_limit_gbps: d_limit(),
         }
     }
 }
@@ -118,10 +121,10 @@ impl Validate for HememConfig {
         }
         check_range(&join(p, "quantum_ms"), self.quantum_ms, 0.001, 60_000.0)?;
         check_range(
-            &join(p, "migration_limit_mib_per_s"),
-            self.migration_limit_mib_per_s,
+            &join(p, "migration_limit_gbps"),
+            self.migration_limit_gbps,
             0.0,
-            1e12,
+            1e9,
         )
     }
 }
@@ -336,8 +339,8 @@ impl HeatModel for Hemem {
         ms_to_ns(self.cfg.quantum_ms)
     }
     fn migration_limit_bytes(&self) -> Option<u64> {
-        Some(mib_per_s_to_bytes_per_quantum(
-            self.cfg.migration_limit_mib_per_s,
+        Some(gbps_to_bytes_per_quantum(
+            self.cfg.migration_limit_gbps,
             HeatModel::quantum_ns(self),
         ))
     }
@@ -535,7 +538,7 @@ mod tests {
         let mut w = World::new(20, 0, 20, 20);
         let mut h = Hemem::new(HememConfig {
             // 3 pages of 2 MiB per 10 ms quantum.
-            migration_limit_mib_per_s: 3.0 * 2.0 / 0.010,
+            migration_limit_gbps: mib_per_s_to_gbps(3.0 * 2.0 / 0.010),
             ..HememConfig::default()
         });
         assert_eq!(Policy::migration_limit_bytes(&h), Some(3 * PAGE));
@@ -550,7 +553,7 @@ mod tests {
         // Pairs count twice: with a full fast tier, 3 pages of budget = one demote+promote.
         let mut w = World::new(4, 2, 2, 4);
         let mut h = Hemem::new(HememConfig {
-            migration_limit_mib_per_s: 3.0 * 2.0 / 0.010,
+            migration_limit_gbps: mib_per_s_to_gbps(3.0 * 2.0 / 0.010),
             ..HememConfig::default()
         });
         w.reads(2, 4);

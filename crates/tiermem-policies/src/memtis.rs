@@ -37,8 +37,8 @@
 //! clamps them to fixed page counts, which we omit to stay page-size agnostic).
 
 use crate::heat::{
-    capacity_pages, free_pages, mib_per_s_to_bytes_per_quantum, ms_to_ns, pages_in, Budget,
-    HeatModel, FAST, SLOW,
+    capacity_pages, free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, pages_in,
+    Budget, HeatModel, FAST, SLOW,
 };
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, invalid, join, Validate};
@@ -75,9 +75,10 @@ pub struct MemtisConfig {
     /// Demotion watermark, as a fraction of the default tier (2 %).
     #[serde(default = "d_demo_wm")]
     pub demotion_watermark: f64,
-    /// `MAX_MIGRATION_RATE_IN_MBPS = 2048`.
+    /// Migration limit in GB/s (1e9 bytes/s): `MAX_MIGRATION_RATE_IN_MBPS = 2048` (MiB/s)
+    /// = 2048 × 1 048 576 B/s = 2.147483648 GB/s.
     #[serde(default = "d_limit")]
-    pub migration_limit_mib_per_s: f64,
+    pub migration_limit_gbps: f64,
 }
 
 fn d_sample_period() -> u64 {
@@ -105,7 +106,7 @@ fn d_demo_wm() -> f64 {
     0.02
 }
 fn d_limit() -> f64 {
-    2048.0
+    mib_per_s_to_gbps(2048.0) // 2.147483648 GB/s
 }
 
 impl Default for MemtisConfig {
@@ -119,7 +120,7 @@ impl Default for MemtisConfig {
             warm: true,
             promotion_watermark: d_promo_wm(),
             demotion_watermark: d_demo_wm(),
-            migration_limit_mib_per_s: d_limit(),
+            migration_limit_gbps: d_limit(),
         }
     }
 }
@@ -170,10 +171,10 @@ impl Validate for MemtisConfig {
             ));
         }
         check_range(
-            &join(p, "migration_limit_mib_per_s"),
-            self.migration_limit_mib_per_s,
+            &join(p, "migration_limit_gbps"),
+            self.migration_limit_gbps,
             0.0,
-            1e12,
+            1e9,
         )
     }
 }
@@ -429,8 +430,8 @@ impl HeatModel for Memtis {
         ms_to_ns(self.cfg.quantum_ms)
     }
     fn migration_limit_bytes(&self) -> Option<u64> {
-        Some(mib_per_s_to_bytes_per_quantum(
-            self.cfg.migration_limit_mib_per_s,
+        Some(gbps_to_bytes_per_quantum(
+            self.cfg.migration_limit_gbps,
             HeatModel::quantum_ns(self),
         ))
     }
@@ -748,7 +749,7 @@ mod tests {
         );
         // Within the migration limit (40 MiB/s · 0.5 s = 10 pages of 2 MiB).
         let mut m = Memtis::new(MemtisConfig {
-            migration_limit_mib_per_s: 40.0,
+            migration_limit_gbps: mib_per_s_to_gbps(40.0),
             ..small(1_000_000)
         });
         m.warm_threshold = 1;
@@ -795,7 +796,7 @@ mod tests {
         let mut w = World::new(100, 0, 100, 100);
         // 8 MiB/s · 0.5 s = 4 MiB = 2 pages of 2 MiB.
         let mut m = Memtis::new(MemtisConfig {
-            migration_limit_mib_per_s: 8.0,
+            migration_limit_gbps: mib_per_s_to_gbps(8.0),
             ..small(1_000_000)
         });
         for p in 0..10 {

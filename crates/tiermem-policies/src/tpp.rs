@@ -82,9 +82,10 @@ pub struct TppConfig {
     /// `numa_balancing_hot_threshold_ms`: a fault latency below this makes a candidate.
     #[serde(default = "d_hot_threshold_ms")]
     pub hot_threshold_ms: f64,
-    /// `numa_balancing_promote_rate_limit_MBps` (MiB/s, as the kernel shifts by 20).
+    /// Promotion rate limit in GB/s (1e9 bytes/s): `numa_balancing_promote_rate_limit_MBps`
+    /// is 65536 MiB/s (the kernel shifts by 20) = 65536 × 1 048 576 B/s = 68.719476736 GB/s.
     #[serde(default = "d_rate_limit")]
-    pub promote_rate_limit_mib_per_s: f64,
+    pub promote_rate_limit_gbps: f64,
     /// Adapt the hot threshold to the rate limit (the kernel always does in tiering mode).
     #[serde(default = "d_true")]
     pub adjust_threshold: bool,
@@ -121,7 +122,7 @@ fn d_hot_threshold_ms() -> f64 {
     1000.0
 }
 fn d_rate_limit() -> f64 {
-    65536.0
+    crate::heat::mib_per_s_to_gbps(65536.0) // 68.719476736 GB/s
 }
 fn d_true() -> bool {
     true
@@ -158,7 +159,7 @@ impl Default for TppConfig {
             scan_period_min_ms: d_scan_period_ms(),
             scan_interval_ms: None,
             hot_threshold_ms: d_hot_threshold_ms(),
-            promote_rate_limit_mib_per_s: d_rate_limit(),
+            promote_rate_limit_gbps: d_rate_limit(),
             adjust_threshold: true,
             watermark_scale_factor: d_wsf(),
             min_free_kbytes: None,
@@ -191,10 +192,10 @@ impl Validate for TppConfig {
             3_600_000.0,
         )?;
         check_range(
-            &join(p, "promote_rate_limit_mib_per_s"),
-            self.promote_rate_limit_mib_per_s,
+            &join(p, "promote_rate_limit_gbps"),
+            self.promote_rate_limit_gbps,
             0.0,
-            1e9,
+            1e6,
         )?;
         // The kernel bounds watermark_scale_factor to [1, 3000].
         check_range(
@@ -307,7 +308,8 @@ impl Tpp {
     }
 
     fn rate_limit_bytes(&self) -> u64 {
-        (self.cfg.promote_rate_limit_mib_per_s * MIB as f64) as u64
+        // Whole bytes/s (rounded): the same bytes as the MiB/s form gave.
+        crate::heat::gbps_to_bytes_per_s(self.cfg.promote_rate_limit_gbps) as u64
     }
 
     fn ensure(&mut self, n: usize) {
@@ -324,7 +326,7 @@ impl Tpp {
 
     /// `numa_promotion_adjust_threshold`.
     fn adjust_threshold(&mut self, now_ns: u64) {
-        if !self.cfg.adjust_threshold || self.cfg.promote_rate_limit_mib_per_s <= 0.0 {
+        if !self.cfg.adjust_threshold || self.cfg.promote_rate_limit_gbps <= 0.0 {
             return;
         }
         let period_ns = ms_to_ns(self.cfg.scan_period_min_ms);
@@ -830,7 +832,7 @@ mod tests {
         let mut w = World::new(2000, 1400, 1500, 2000);
         // 10 pages of 2 MiB per second.
         let mut t = Tpp::new(TppConfig {
-            promote_rate_limit_mib_per_s: 20.0,
+            promote_rate_limit_gbps: crate::heat::mib_per_s_to_gbps(20.0),
             adjust_threshold: false,
             ..TppConfig::default()
         });
@@ -857,7 +859,7 @@ mod tests {
         // Limit: 100 MiB/s = 50 pages/s. Offer 200 candidates per period → the threshold
         // falls one step (2·1 s/16) per period after the first.
         let mut t = Tpp::new(TppConfig {
-            promote_rate_limit_mib_per_s: 100.0,
+            promote_rate_limit_gbps: crate::heat::mib_per_s_to_gbps(100.0),
             ..TppConfig::default()
         });
         let mut page = 10_000u32;
@@ -890,7 +892,7 @@ mod tests {
         assert_eq!(t2.threshold_ns, 2e9);
         // And it never falls below one step.
         let mut t3 = Tpp::new(TppConfig {
-            promote_rate_limit_mib_per_s: 2.0,
+            promote_rate_limit_gbps: crate::heat::mib_per_s_to_gbps(2.0),
             ..TppConfig::default()
         });
         let mut w3 = World::new(103_000, 99_000, 100_000, 103_000);

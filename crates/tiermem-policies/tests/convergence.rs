@@ -326,8 +326,8 @@ fn static_never_moves() {
 #[test]
 fn plan_invariants_on_random_snapshots() {
     let configs = [
-        "[policy]\npolicy = \"hemem\"\nsample_period = 50\nmigration_limit_mib_per_s = 4000\n",
-        "[policy]\npolicy = \"memtis\"\nsample_period = 50\nquantum_ms = 10\nadaptation_period_samples = 300\ncooling_period_samples = 5000\nmigration_limit_mib_per_s = 8000\n",
+        "[policy]\npolicy = \"hemem\"\nsample_period = 50\nmigration_limit_gbps = 4.194304\n",
+        "[policy]\npolicy = \"memtis\"\nsample_period = 50\nquantum_ms = 10\nadaptation_period_samples = 300\ncooling_period_samples = 5000\nmigration_limit_gbps = 8.388608\n",
         "[policy]\npolicy = \"tpp\"\nscan_size_mb = 80\nmin_free_kbytes = 8192\n",
         "[policy]\npolicy = \"tpp\"\nscan_size_mb = 80\nmin_free_kbytes = 8192\nlru = \"recency\"\n",
     ];

@@ -12,8 +12,8 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 use tiermem_core::{
     Applied, Backend, Capabilities, Controls, HeatEvent, PageIdx, PageRange, Plan, Provision,
-    Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierKind, TierSpec,
-    TierTelemetry, TrackerKind, TrackerSpec,
+    Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierSpec, TierTelemetry,
+    TrackerKind, TrackerSpec,
 };
 
 /// One row of the time series (averages over `record_interval_ms`).
@@ -152,27 +152,21 @@ impl SimBackend {
         let mut capacity_pages = Vec::new();
         for (i, t) in cfg.machine.tiers.iter().enumerate() {
             let path = format!("machine.tiers[{i}]");
-            let cap = (t.capacity.bytes(&format!("{path}.capacity"))? as f64 * cfg.scale) as u64;
+            let cap = (crate::config::tier_capacity(t, &format!("{path}.capacity"))? as f64
+                * cfg.scale) as u64;
             capacity_pages.push(cap / page_bytes);
-            specs.push(TierSpec {
-                name: t.name.clone(),
-                kind: if t.kind == "dram" {
-                    TierKind::Dram
-                } else {
-                    TierKind::Cxl
-                },
-                capacity_bytes: cap,
-                unloaded_latency_ns: t.unloaded_latency_ns,
-                peak_bandwidth_bytes_per_s: t.peak_bandwidth_gbps * 1e9,
-                cost_per_gb: t.cost_per_gb,
-            });
+            let spec = t.spec(cap);
+            let curve = t.curve.as_ref().ok_or_else(|| {
+                tiermem_core::config::invalid(&format!("{path}.curve"), "missing")
+            })?;
             tiers.push(TierModel {
-                unloaded_ns: t.unloaded_latency_ns,
-                peak_bytes_per_s: t.peak_bandwidth_gbps * 1e9,
-                write_cost: t.write_cost,
-                curve: Curve::from_spec(&t.curve)
+                unloaded_ns: spec.unloaded_latency_ns,
+                peak_bytes_per_s: spec.peak_bandwidth_bytes_per_s,
+                write_cost: t.write_cost.unwrap_or(1.0),
+                curve: Curve::from_spec(curve)
                     .map_err(|e| tiermem_core::config::invalid(&format!("{path}.curve"), e))?,
             });
+            specs.push(spec);
         }
         let m = &cfg.machine;
         let machine = Machine {
@@ -561,7 +555,8 @@ impl Backend for SimBackend {
                 (TelemetryKind::FaultRate, Provision::Native),
             ],
             // Any naturally aligned power-of-two range of its page space, as one operation.
-            max_granularity_bytes: self.page_bytes << 31u32.min(self.placement.len().max(1).ilog2()),
+            max_granularity_bytes: self.page_bytes
+                << 31u32.min(self.placement.len().max(1).ilog2()),
             max_tenants: self.tenants.len(),
             tier_limits: true,
             cpu_shares: false,

@@ -1,63 +1,16 @@
 //! The simulation config: one TOML schema, strict (unknown fields are errors naming
 //! their full path). `examples/sim.toml` documents every field.
 
-use crate::latency::{Curve, CurveSpec};
+use crate::latency::Curve;
 use crate::workload::config::WorkloadConfig;
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_positive, check_range, invalid, join, Validate};
-use tiermem_core::{parse_size, Result};
+use tiermem_core::tier::{validate_tiers, TierBackend};
+use tiermem_core::Result;
 use tiermem_policies::colloid::ColloidParams;
 use tiermem_policies::PolicyConfig;
 
-/// A size written as a string ("32G", "2MiB") or an integer number of bytes.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum Size {
-    Bytes(u64),
-    Text(String),
-}
-
-/// By hand, so that a float, a negative number or another type says what a size is
-/// (an untagged enum only says "data did not match any variant").
-impl<'de> Deserialize<'de> for Size {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Size, D::Error> {
-        struct V;
-        const WHAT: &str =
-            "a size: an integer number of bytes (4096) or a string with a unit (\"64K\", \"2M\", \"32G\")";
-        impl serde::de::Visitor<'_> for V {
-            type Value = Size;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str(WHAT)
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Size, E> {
-                Ok(Size::Bytes(v))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Size, E> {
-                u64::try_from(v)
-                    .map(Size::Bytes)
-                    .map_err(|_| E::custom(format!("{v} is negative; expected {WHAT}")))
-            }
-            fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Size, E> {
-                Err(E::custom(format!(
-                    "{v:e} is a floating-point number; expected {WHAT}"
-                )))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Size, E> {
-                Ok(Size::Text(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl Size {
-    pub fn bytes(&self, path: &str) -> Result<u64> {
-        match self {
-            Size::Bytes(b) => Ok(*b),
-            Size::Text(t) => parse_size(t).map_err(|e| invalid(path, e)),
-        }
-    }
-}
+pub use tiermem_core::Size;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -129,21 +82,10 @@ pub struct MachineConfig {
     pub migration: MigrationConfig,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TierConfig {
-    pub name: String,
-    /// "dram" or "cxl" (remote socket / CXL expander).
-    pub kind: String,
-    pub capacity: Size,
-    pub unloaded_latency_ns: f64,
-    pub peak_bandwidth_gbps: f64,
-    #[serde(default = "one")]
-    pub write_cost: f64,
-    pub curve: CurveSpec,
-    #[serde(default = "one")]
-    pub cost_per_gb: f64,
-}
+/// A tier of the simulated machine: core's one tier schema (`tiermem_core::tier`),
+/// validated for the simulator (kinds "dram" and "node"; capacity, latency, bandwidth and
+/// curve required).
+pub use tiermem_core::tier::TierConfig;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -267,6 +209,17 @@ fn default_shootdown_ns() -> f64 {
     4000.0
 }
 
+/// A simulated tier's capacity in bytes (required: [`validate_tiers`] checks it is there).
+pub fn tier_capacity(t: &TierConfig, path: &str) -> Result<u64> {
+    match &t.capacity {
+        Some(c) => c.bytes(path),
+        None => Err(invalid(
+            path,
+            "missing; the simulator needs it: add e.g. `capacity = \"64GiB\"`",
+        )),
+    }
+}
+
 impl SimConfig {
     pub fn from_toml(text: &str, origin: &str) -> Result<SimConfig> {
         let cfg: SimConfig = tiermem_core::config::from_toml_str(text, origin)?;
@@ -334,7 +287,7 @@ impl Validate for SimConfig {
         let mut total_pages = 0u64;
         for (i, t) in self.machine.tiers.iter().enumerate() {
             let cp = join(p, &format!("machine.tiers[{i}].capacity"));
-            let cap = t.capacity.bytes(&cp)?;
+            let cap = tier_capacity(t, &cp)?;
             let pages = (cap as f64 * self.scale) as u64 / page;
             if pages == 0 {
                 let scaled = if self.scale < 1.0 {
@@ -411,48 +364,12 @@ impl Validate for MachineConfig {
         )?;
         check_range(&join(p, "antagonist_mlp"), self.antagonist_mlp, 0.0, 1024.0)?;
         check_range(&join(p, "telemetry_noise"), self.telemetry_noise, 0.0, 1.0)?;
-        if self.tiers.is_empty() || self.tiers.len() > 8 {
-            return Err(invalid(
-                &join(p, "tiers"),
-                "give between 1 and 8 [[machine.tiers]] tables",
-            ));
-        }
+        validate_tiers(&self.tiers, &join(p, "tiers"), TierBackend::Sim)?;
         for (i, t) in self.tiers.iter().enumerate() {
-            let tp = join(p, &format!("tiers[{i}]"));
-            if t.name.trim().is_empty() {
-                return Err(invalid(
-                    &join(&tp, "name"),
-                    "is empty; give the tier a name (it labels the outputs), e.g. \"local\"",
-                ));
+            if let Some(c) = &t.curve {
+                Curve::from_spec(c)
+                    .map_err(|e| invalid(&join(p, &format!("tiers[{i}].curve")), e))?;
             }
-            if t.kind != "dram" && t.kind != "cxl" {
-                return Err(invalid(
-                    &join(&tp, "kind"),
-                    format!(
-                        "`{}` is not a simulated tier kind; use \"dram\" or \"cxl\"",
-                        t.kind
-                    ),
-                ));
-            }
-            let cap = t.capacity.bytes(&join(&tp, "capacity"))?;
-            if cap == 0 {
-                return Err(invalid(&join(&tp, "capacity"), "must be > 0"));
-            }
-            check_range(
-                &join(&tp, "unloaded_latency_ns"),
-                t.unloaded_latency_ns,
-                1.0,
-                1e6,
-            )?;
-            check_range(
-                &join(&tp, "peak_bandwidth_gbps"),
-                t.peak_bandwidth_gbps,
-                0.001,
-                1e5,
-            )?;
-            check_range(&join(&tp, "write_cost"), t.write_cost, 0.1, 10.0)?;
-            check_range(&join(&tp, "cost_per_gb"), t.cost_per_gb, 0.0, 1e6)?;
-            Curve::from_spec(&t.curve).map_err(|e| invalid(&join(&tp, "curve"), e))?;
         }
         let m = join(p, "migration");
         check_range(

@@ -8,49 +8,7 @@
 //! diverges like an M/M/1 queue, `m_last × (1 − u_last) / (1 − u)`, so a closed-loop load can
 //! approach but never exceed the tier's peak bandwidth.
 
-use serde::{Deserialize, Serialize};
-
-/// Named calibrated curves, and a custom table.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum CurveSpec {
-    /// `"colloid-local"`, `"colloid-remote"`, `"mess-skylake"`, `"flat"`.
-    Named(String),
-    /// `[[u, multiplier], ...]`, u increasing in [0, 1), multiplier ≥ 1 and non-decreasing.
-    Table(Vec<[f64; 2]>),
-}
-
-/// By hand, so that a wrong type says what a curve is (an untagged enum only says "data
-/// did not match any variant").
-impl<'de> Deserialize<'de> for CurveSpec {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CurveSpec, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = CurveSpec;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                write!(
-                    f,
-                    "a curve name ({}) or a table [[u, multiplier], ...]",
-                    CURVE_NAMES.join(", ")
-                )
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<CurveSpec, E> {
-                Ok(CurveSpec::Named(v.to_string()))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<CurveSpec, A::Error> {
-                let mut points = Vec::new();
-                while let Some(p) = seq.next_element::<[f64; 2]>()? {
-                    points.push(p);
-                }
-                Ok(CurveSpec::Table(points))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
+pub use tiermem_core::tier::{CurveSpec, CURVE_NAMES};
 
 /// Tables of (effective utilization, latency multiplier).
 ///
@@ -98,8 +56,6 @@ const COLLOID_REMOTE: &[[f64; 2]] = &[
 ];
 
 const FLAT: &[[f64; 2]] = &[[0.0, 1.0], [0.95, 1.0]];
-
-pub const CURVE_NAMES: &[&str] = &["colloid-local", "colloid-remote", "mess-skylake", "flat"];
 
 /// A validated curve.
 #[derive(Clone, Debug, PartialEq)]

@@ -209,7 +209,7 @@ impl Runtime {
         unsafe { sys::madvise(staging, staging_bytes, libc::MADV_NOHUGEPAGE) };
         uffd.register(staging, staging_bytes)?;
         let tiers = cfg
-            .tiers
+            .compressed_tiers()
             .iter()
             .map(|t| CTier {
                 codec: Codec::parse(&t.codec).unwrap_or(Codec::Lz4),
