@@ -32,12 +32,13 @@ NATIVE_STAMP := $(VENV)/.tiermem-native.stamp
 # What the native module is built from (any crate: tiermem-py's dependencies may grow).
 RUST_INPUTS  := Cargo.toml Cargo.lock pyproject.toml $(shell find crates -name '*.rs' -o -name Cargo.toml 2>/dev/null)
 
-.PHONY: help setup apt-deps venv build native demo test test-fast test-rust test-python bench docs-results lock clean-venv
+.PHONY: help setup apt-deps venv build native demo test test-fast test-rust test-python lint bench docs-results lock clean-venv
 
 help:
 	@echo "make demo          set up, then reproduce colloid-fig1 (quick) and run the runtime demo"
 	@echo "make test          set up, then cargo test + pytest (CI runs this)"
 	@echo "make test-fast     same, skipping heavy end-to-end tests (TIERMEM_SKIP_E2E=1)"
+	@echo "make lint          clippy -D warnings, the SAFETY-comment check, ruff"
 	@echo "make setup         apt packages, .venv with pinned deps, release build, Python extension"
 	@echo "make bench         run scripts/bench.sh (bench/*/run.sh + timed reproductions)"
 	@echo "make docs-results  regenerate docs/results.md from $(OUT)/**/summary.json and bench/runtime/results.md"
@@ -86,9 +87,10 @@ CARGO_TEST := $(CARGO) test --workspace --exclude tiermem-py --release --no-fail
 PYTEST := $(PY) -m pytest -q tests/python; prc=$$?; \
 	  if [ $$prc -eq 5 ]; then echo "pytest collected no tests" >&2; prc=1; fi; [ $$prc -eq 0 ]
 
-# Both suites always run; the target fails if either did.
+# Both suites and the linters always run; the target fails if any did.
 test: setup
 	@rc=0; \
+	 echo "== lint"; $(MAKE) --no-print-directory lint || rc=1; \
 	 echo "== cargo test"; $(CARGO_TEST) || rc=1; \
 	 echo "== pytest"; { $(PYTEST); } || rc=1; \
 	 if [ $$rc -ne 0 ]; then echo "make test: FAILED (see above)" >&2; fi; exit $$rc
@@ -96,6 +98,15 @@ test: setup
 # TIERMEM_SKIP_E2E=1: heavy end-to-end tests (real programs, VMs, full simulations) skip.
 test-fast: export TIERMEM_SKIP_E2E := 1
 test-fast: test
+
+# clippy with warnings denied, a `// SAFETY:` comment on every unsafe block, ruff on Python.
+lint: setup
+	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
+	@rc=0; \
+	 $(CARGO) clippy --release --workspace --all-targets -- -D warnings || rc=1; \
+	 $(PYTHON3) scripts/check_safety.py || rc=1; \
+	 $(VENV)/bin/ruff check python tests/python scripts || rc=1; \
+	 exit $$rc
 
 test-rust: setup
 	$(CARGO_TEST)

@@ -128,7 +128,7 @@ fn random_argument_vectors_parse_or_fail_cleanly() {
     let (mut parsed, mut refused) = (0, 0);
     for _ in 0..3000 {
         let mut argv = vec!["tiermem".to_string(), rng.pick(&subcommands).to_string()];
-        if argv[1] == "trace" && rng.next() % 4 != 0 {
+        if argv[1] == "trace" && !rng.next().is_multiple_of(4) {
             argv.push(rng.pick(&["info", "convert", "record"]).to_string());
         }
         for _ in 0..rng.next() % 8 {

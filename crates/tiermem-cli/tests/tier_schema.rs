@@ -103,7 +103,7 @@ fn the_same_tier_table_parses_in_a_sim_and_a_runtime_config() {
 }
 
 fn err(r: tiermem_core::Result<Vec<TierConfig>>) -> String {
-    r.err().expect("must be rejected").to_string()
+    r.expect_err("must be rejected").to_string()
 }
 
 #[test]

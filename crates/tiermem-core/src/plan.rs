@@ -35,7 +35,7 @@ impl Move {
     /// A move is well formed when its length is a power of two and it starts on a multiple
     /// of its length (a 2 MiB move covers one whole 2 MiB-aligned virtual region).
     pub fn is_aligned(&self) -> bool {
-        self.range.len.is_power_of_two() && self.range.start % self.range.len == 0
+        self.range.len.is_power_of_two() && self.range.start.is_multiple_of(self.range.len)
     }
     pub fn bytes(&self, page_bytes: u64) -> u64 {
         self.range.len as u64 * page_bytes
@@ -115,7 +115,7 @@ impl Plan {
     /// its tenant).
     pub fn push_range(&mut self, range: PageRange, to: TierId) {
         debug_assert!(
-            range.len.is_power_of_two() && range.start % range.len == 0,
+            range.len.is_power_of_two() && range.start.is_multiple_of(range.len),
             "a move is a naturally aligned power-of-two range: {range:?}"
         );
         self.moves.push(Move {

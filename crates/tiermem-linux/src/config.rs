@@ -441,7 +441,7 @@ mod tests {
         let c = file(&format!("{}capacity = \"512MiB\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nmax_compressed = \"2KiB\"\n", DRAM)).unwrap();
         assert_eq!(c.budget(), Budget::Bytes(512 << 20));
         assert_eq!(c.compressed_tiers()[0].max_compressed_bytes, 2048);
-        let e = file(&format!("[runtime]\ndram_budget = \"50%\"\n[[runtime.tiers]]\nname = \"dram\"\nkind = \"dram\"\ncapacity = \"512MiB\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\n")).unwrap_err().to_string();
+        let e = file("[runtime]\ndram_budget = \"50%\"\n[[runtime.tiers]]\nname = \"dram\"\nkind = \"dram\"\ncapacity = \"512MiB\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\n").unwrap_err().to_string();
         assert!(
             e.contains("runtime.dram_budget") && e.contains("runtime.tiers[0].capacity"),
             "{e}"

@@ -440,7 +440,7 @@ pub unsafe extern "C" fn mmap64(
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
     if let (Some(rt), true) = arena_of(addr as usize) {
-        if (addr as usize) % PAGE != 0 || len == 0 {
+        if !(addr as usize).is_multiple_of(PAGE) || len == 0 {
             set_errno(libc::EINVAL);
             return -1;
         }
@@ -675,7 +675,7 @@ unsafe fn small_alloc(n: usize) -> *mut c_void {
 /// when it is page-aligned, the page before it is its header page.
 unsafe fn header(p: *mut c_void) -> Option<(usize, usize, usize)> {
     let a = p as usize;
-    if a % PAGE != 0 {
+    if !a.is_multiple_of(PAGE) {
         return None;
     }
     let h = (a - PAGE) as *const u64;
@@ -950,7 +950,7 @@ pub unsafe extern "C" fn aligned_alloc(al: size_t, n: size_t) -> *mut c_void {
 /// Exported as posix_memalign(3): `out` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, al: size_t, n: size_t) -> c_int {
-    if al == 0 || !al.is_power_of_two() || al % std::mem::size_of::<usize>() != 0 {
+    if al == 0 || !al.is_power_of_two() || !al.is_multiple_of(std::mem::size_of::<usize>()) {
         return libc::EINVAL;
     }
     // SAFETY: the caller's arguments (alignment checked above).

@@ -323,8 +323,8 @@ impl SimBackend {
                         mass[t.index()] += 1.0 / self.placement.len().max(1) as f64;
                     }
                 } else {
-                    for i in 0..n {
-                        mass[i] = self.measured[i] as f64 / total as f64;
+                    for (m, &c) in mass.iter_mut().zip(&self.measured).take(n) {
+                        *m = c as f64 / total as f64;
                     }
                 }
             }

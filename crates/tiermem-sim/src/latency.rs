@@ -100,6 +100,8 @@ impl Curve {
             return Err("a curve must start at [0.0, 1.0] (unloaded latency at zero load)".into());
         }
         for w in points.windows(2) {
+            // Negated so that a NaN point fails the check too.
+            #[allow(clippy::neg_cmp_op_on_partial_ord)]
             if !(w[1][0] > w[0][0]) || !(w[1][1] >= w[0][1]) {
                 return Err(format!(
                     "curve points must have increasing u and non-decreasing multiplier; [{}, {}] then [{}, {}]",
@@ -108,6 +110,7 @@ impl Curve {
             }
         }
         let last = points[points.len() - 1];
+        #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN must fail too
         if !(last[0] < 1.0) {
             return Err("the last curve point must have u < 1 (latency diverges at u = 1)".into());
         }

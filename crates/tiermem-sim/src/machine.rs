@@ -170,6 +170,7 @@ impl Machine {
             app_ops_per_s: ops,
             ..Default::default()
         };
+        #[allow(clippy::needless_range_loop)] // `i` indexes several per-tier arrays
         for i in 0..n {
             let l = latency_ns[i];
             let app_lines = ops * d.lines_per_op * d.mass[i];

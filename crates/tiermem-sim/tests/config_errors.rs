@@ -4,9 +4,7 @@ use tiermem_core::ErrorKind;
 use tiermem_sim::reproduce::COLLOID_GUPS_BASE;
 
 fn error_for(text: &str) -> String {
-    let err = tiermem_sim::simulate_toml(text, "bad.toml")
-        .err()
-        .expect("config must be rejected");
+    let err = tiermem_sim::simulate_toml(text, "bad.toml").expect_err("config must be rejected");
     assert_eq!(err.kind, ErrorKind::Config, "{err}");
     assert_eq!(err.kind.exit_code(), 2);
     err.to_string()

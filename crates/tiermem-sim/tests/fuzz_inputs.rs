@@ -392,7 +392,7 @@ fn mutated_shipped_configs_never_panic() {
 
 /// A small lackey trace and its binary conversion, written under `dir`.
 fn sample_traces(dir: &Path) -> (PathBuf, PathBuf) {
-    let mut rng = Rng(0x7472_6163_65);
+    let mut rng = Rng(0x0074_7261_6365);
     let mut text = String::from("==123== lackey\n");
     for i in 0..3000u64 {
         let addr = 0x4000_0000 + (rng.next() % 512) * 4096 + (i % 64) * 8;

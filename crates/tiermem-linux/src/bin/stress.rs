@@ -311,7 +311,7 @@ fn main() {
         // mremap: grow (possibly moving) then shrink back.
         {
             let r = (rng.next() as usize) % nregions;
-            if r % 2 == 0 {
+            if r.is_multiple_of(2) {
                 let _w = sh.world.write().unwrap();
                 let mut g = sh.regions[r].write().unwrap();
                 let old = g.ptr;

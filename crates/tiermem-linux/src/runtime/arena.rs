@@ -258,7 +258,7 @@ impl Runtime {
         flags: i32,
         new_addr: usize,
     ) -> isize {
-        if old % PAGE != 0 || new_len == 0 {
+        if !old.is_multiple_of(PAGE) || new_len == 0 {
             return -(libc::EINVAL as isize);
         }
         let (old_len, new_len) = (sys::page_up(old_len), sys::page_up(new_len));
@@ -270,7 +270,7 @@ impl Runtime {
             // Not supported on managed memory.
             return -(libc::EINVAL as isize);
         }
-        if fixed && (!maymove || new_addr % PAGE != 0) {
+        if fixed && (!maymove || !new_addr.is_multiple_of(PAGE)) {
             return -(libc::EINVAL as isize);
         }
         if fixed && new_addr < old + old_len && old < new_addr.saturating_add(new_len) {
