@@ -95,14 +95,16 @@ fn a_2mib_move_is_one_operation() {
 #[test]
 fn a_move_lands_whole_within_the_tenant_limit() {
     let mut b = backend();
-    let mut plan = Plan::default();
-    plan.controls = Controls {
-        limits: vec![TierLimit {
-            tenant: TenantId(0),
-            tier: TierId(0),
-            bytes: Some(3 * MIB),
-        }],
-        ..NO_CONTROLS.clone()
+    let mut plan = Plan {
+        controls: Controls {
+            limits: vec![TierLimit {
+                tenant: TenantId(0),
+                tier: TierId(0),
+                bytes: Some(3 * MIB),
+            }],
+            ..NO_CONTROLS.clone()
+        },
+        ..Plan::default()
     };
     plan.push_range(PageRange { start: 0, len: 512 }, TierId(0));
     plan.push_range(
