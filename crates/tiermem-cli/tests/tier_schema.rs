@@ -190,11 +190,7 @@ fn kind_field_and_backend_mismatches_name_the_path_and_the_fix() {
         ),
     ];
     for (text, path, word) in cases {
-        let e = if text.starts_with("[runtime]") {
-            err(runtime_tiers(&text))
-        } else {
-            err(sim_tiers(&text))
-        };
+        let e = error_for(&text);
         assert!(
             e.contains(&format!("`{path}`")) && e.contains(word),
             "{path}: {e}"
@@ -248,11 +244,7 @@ fn old_spellings_are_errors_that_name_the_new_field() {
         ),
     ];
     for (text, path, word) in cases {
-        let e = if text.starts_with("[runtime]") {
-            err(runtime_tiers(&text))
-        } else {
-            err(sim_tiers(&text))
-        };
+        let e = error_for(&text);
         assert!(
             e.contains(&format!("`{path}")) && e.contains(word),
             "{path}: {e}"
@@ -314,5 +306,14 @@ fn every_shipped_config_round_trips() {
         let p = tiermem_sim::config::decode_policy(v["policy"].clone())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         p.validate("policy").unwrap();
+    }
+}
+
+/// The error a runtime (`[runtime]`-first) or simulator config text gives.
+fn error_for(text: &str) -> String {
+    if text.starts_with("[runtime]") {
+        err(runtime_tiers(text))
+    } else {
+        err(sim_tiers(text))
     }
 }

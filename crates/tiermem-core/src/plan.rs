@@ -114,15 +114,16 @@ impl Plan {
     /// Move a naturally aligned power-of-two range as one operation (the engine fills in
     /// its tenant).
     pub fn push_range(&mut self, range: PageRange, to: TierId) {
-        debug_assert!(
-            range.len.is_power_of_two() && range.start.is_multiple_of(range.len),
-            "a move is a naturally aligned power-of-two range: {range:?}"
-        );
-        self.moves.push(Move {
+        let m = Move {
             tenant: TenantId::FIRST,
             range,
             to,
-        });
+        };
+        debug_assert!(
+            m.is_aligned(),
+            "a move is a naturally aligned power-of-two range: {range:?}"
+        );
+        self.moves.push(m);
     }
     pub fn pages(&self) -> u64 {
         self.moves.iter().map(|m| m.range.len as u64).sum()

@@ -554,9 +554,9 @@ impl Backend for SimBackend {
                 (TelemetryKind::LoadedLatency, Provision::Native),
                 (TelemetryKind::FaultRate, Provision::Native),
             ],
-            // Any naturally aligned power-of-two range of its page space, as one operation.
-            max_granularity_bytes: self.page_bytes
-                << 31u32.min(self.placement.len().max(1).ilog2()),
+            // Any naturally aligned power-of-two range of its page space (a `PageRange` holds
+            // at most 2^31 pages), as one operation.
+            max_granularity_bytes: self.page_bytes << self.placement.len().max(1).ilog2().min(31),
             max_tenants: self.tenants.len(),
             tier_limits: true,
             cpu_shares: false,
