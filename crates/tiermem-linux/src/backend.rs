@@ -2,7 +2,7 @@
 //! thread runs the core [`Engine`] over it.
 
 use crate::budget_policy::BudgetPolicy;
-use crate::runtime::{MoveResult, Runtime, EVICT_BATCH};
+use crate::runtime::{MoveResult, Runtime, EVICT_BATCH, SHARED_RECHECK_NS};
 use crate::sys::{self, PAGE};
 use tiermem_core::{
     Applied, Backend, Capabilities, Controls, Engine, Error, ErrorKind, HeatEvent, PageRange, Plan,
@@ -19,6 +19,7 @@ pub struct RuntimeBackend {
     scan_period_ns: u64,
     scan_pages: u64,
     next_scan_ns: u64,
+    next_shared_check_ns: u64,
     now: u64,
     /// Compression output buffer of `apply` (used without the state lock).
     cbuf: Vec<u8>,
@@ -42,6 +43,7 @@ impl RuntimeBackend {
             scan_period_ns: rt.cfg.scan_period_ns(),
             scan_pages: rt.cfg.sampler.scan_pages,
             next_scan_ns: 0,
+            next_shared_check_ns: 0,
             now: sys::now_ns(),
             cbuf: Vec::with_capacity(8192),
             kicks_seen: 0,
@@ -110,6 +112,10 @@ impl Backend for RuntimeBackend {
         if self.scan_pages > 0 && self.now >= self.next_scan_ns {
             self.next_scan_ns = self.now + self.scan_period_ns;
             self.rt.sample(self.scan_pages as usize);
+        }
+        if self.now >= self.next_shared_check_ns {
+            self.next_shared_check_ns = self.now + SHARED_RECHECK_NS;
+            self.rt.recheck_shared();
         }
         Ok(())
     }

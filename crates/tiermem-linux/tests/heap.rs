@@ -116,3 +116,41 @@ fn a_thrashing_program_is_told_so_with_a_suggested_budget() {
     assert!(pct > 10.0, "suggested {sug} is not above the 10 % budget");
     assert!(num(&s, "tier_fault_service_s") > 0.1, "{s}");
 }
+
+/// A fork-based multiprocessing Pool over a heap of small blocks. After the fork every page
+/// is shared with the children and cannot move; this hung (the evictor and the sampler
+/// retried every shared page under the state lock while the program's faults waited). Once
+/// the children are gone their pages must become movable again: DRAM returns to the budget.
+const PY_FORK_POOL: &str = r#"
+import hashlib, multiprocessing as mp, time
+data = [bytearray(bytes([i % 251]) * 4096 * (i % 7 + 1)) for i in range(4000)]
+def work(k):
+    return hashlib.sha256(b"".join(bytes(d) for d in data[k::4])).hexdigest()
+with mp.get_context("fork").Pool(4) as p:
+    print(p.map(work, range(4)))
+time.sleep(3)
+print(hashlib.sha256(b"".join(bytes(d) for d in data[:50])).hexdigest())
+"#;
+
+#[test]
+fn a_fork_pool_completes_and_its_pages_move_again_after_the_children() {
+    if skip_e2e("python3") {
+        return;
+    }
+    require("python3", "python3");
+    let _h = heavy();
+    let argv = ["python3", "-c", PY_FORK_POOL];
+    let want = ok(&run(plain(&argv), None, 120, "plain pool"), "plain pool");
+    let (cmd, stats) = tiered("50%", &argv);
+    let out = run(cmd, None, 120, "tiered pool");
+    assert_eq!(ok(&out, "tiered pool"), want);
+    let s = final_stats(&stats);
+    assert!(num(&s, "forks") >= 1.0, "{s}");
+    assert!(num(&s, "evict_busy") > 0.0, "no page was found shared: {s}");
+    // Every page was brought home before the fork; without making shared pages movable
+    // again, DRAM would stay at the whole footprint.
+    let budget = num(&s, "budget_bytes");
+    let bound = budget + (budget / 32.0).max(1048576.0) + 2.0 * 1048576.0;
+    let resident = num(&s, "resident_bytes");
+    assert!(resident <= bound, "DRAM {resident} after the pool, budget {budget}: {s}");
+}

@@ -1,8 +1,11 @@
 //! fork(2): every page is brought home before the fork (the child's copy of the regions is
-//! not registered with our userfaultfd), and the child never uses the runtime.
+//! not registered with our userfaultfd), and the child never uses the runtime. Pages the child
+//! still shares cannot move; `recheck_shared` makes them movable once it is gone.
 
-use super::{get, lock, CHILD};
-use crate::sys::PAGE;
+use super::page::{PageState, F_PINNED, F_SHARED};
+use super::{get, lock, Runtime, CHILD};
+use crate::sys::{self, PAGE};
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 
 // ---------------------------------------------------------------------- fork
@@ -47,4 +50,88 @@ pub(super) extern "C" fn atfork_parent() {
 
 pub(super) extern "C" fn atfork_child() {
     CHILD.store(true, Ordering::SeqCst);
+}
+
+// ------------------------------------------------------- pages shared with a child
+
+/// How often pages found shared with a fork child are looked at again.
+pub const SHARED_RECHECK_NS: u64 = 1_000_000_000;
+
+/// /proc/PID/pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst).
+const PM_PRESENT: u64 = 1 << 63;
+const PM_MMAP_EXCLUSIVE: u64 = 1 << 56;
+
+impl Runtime {
+    /// Make pages movable again once no fork child maps them. While a child lives its copy
+    /// is the same physical page, so evicting the parent's mapping would save nothing and the
+    /// kernel refuses to move it; those pages carry `F_SHARED` and moves skip them. When the
+    /// child is gone the kernel still treats the parent's page as possibly shared until a
+    /// write fault reuses it, so every move would keep failing. A flagged page that
+    /// /proc/self/pagemap reports mapped once is write-faulted in place with
+    /// MADV_POPULATE_WRITE (no copy, the data unchanged) and loses the flag.
+    pub fn recheck_shared(&self) {
+        let runs = self.shared_runs();
+        if runs.is_empty() {
+            return;
+        }
+        let Ok(pagemap) = std::fs::File::open("/proc/self/pagemap") else {
+            return;
+        };
+        let mut entries: Vec<u8> = Vec::new();
+        let mut movable: Vec<(usize, usize)> = Vec::new();
+        for (start, len) in runs {
+            entries.resize(len * 8, 0);
+            let off = (self.addr(start) / PAGE * 8) as u64;
+            if pagemap.read_exact_at(&mut entries, off).is_err() {
+                continue;
+            }
+            let mut run_start = None;
+            for k in 0..=len {
+                let exclusive = k < len && {
+                    let e = u64::from_ne_bytes(entries[k * 8..k * 8 + 8].try_into().unwrap());
+                    e & PM_PRESENT != 0 && e & PM_MMAP_EXCLUSIVE != 0
+                };
+                match (exclusive, run_start) {
+                    (true, None) => run_start = Some(k),
+                    (false, Some(s)) => {
+                        movable.push((start + s, k - s));
+                        run_start = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (start, len) in movable {
+            // SAFETY: the range is our own arena, mapped read-write and holding data (pinned
+            // pages are never flagged); MADV_POPULATE_WRITE only write-faults present pages
+            // in place, so no byte changes. Called without the state lock: a page the program
+            // dropped meanwhile faults to our handler, which needs that lock.
+            let r = unsafe { sys::madvise(self.addr(start), len * PAGE, libc::MADV_POPULATE_WRITE) };
+            if r == 0 {
+                let mut st = lock(self);
+                for i in start..start + len {
+                    st.pages[i].flags &= !F_SHARED;
+                }
+            }
+        }
+    }
+
+    /// Runs (first page, pages) of resident pages flagged shared, not pinned.
+    fn shared_runs(&self) -> Vec<(usize, usize)> {
+        let st = lock(self);
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for (i, p) in st.pages[..st.hwm as usize].iter().enumerate() {
+            let flagged = p.flags & F_SHARED != 0
+                && p.flags & F_PINNED == 0
+                && p.state == PageState::Resident;
+            if !flagged {
+                continue;
+            }
+            match runs.last_mut() {
+                Some((s, l)) if *s + *l == i => *l += 1,
+                _ => runs.push((i, 1)),
+            }
+        }
+        runs
+    }
 }

@@ -37,6 +37,7 @@ mod page;
 mod sampler;
 mod thrash;
 
+pub use fork::SHARED_RECHECK_NS;
 pub use mover::MoveResult;
 pub use page::{Page, PageState, Pin, PoolHandle, NO_TIER};
 pub use thrash::{Thrash, THRASH_SHARE, THRASH_WINDOW_NS};

@@ -12,7 +12,7 @@
 //!
 //! Each answers a `MoveResult`. This mover keeps evicted pages compressed in pools.
 
-use super::page::{Page, PageState, PoolHandle, F_INCOMPRESSIBLE, F_PINNED};
+use super::page::{Page, PageState, PoolHandle, F_INCOMPRESSIBLE, F_PINNED, F_SHARED};
 use super::{lock, report, Runtime, State, EVICT_BATCH, HINT_SLOTS};
 use crate::sys::{self, PAGE};
 use crate::uffd::Op;
@@ -107,6 +107,10 @@ impl Runtime {
             if p.flags & F_INCOMPRESSIBLE != 0 {
                 return MoveResult::NoCapacity;
             }
+            if p.flags & F_SHARED != 0 && p.state == PageState::Resident {
+                st.evict_busy += 1;
+                return MoveResult::Refused;
+            }
             let hs = if let PageState::Staged { slot } = p.state {
                 slot as usize
             } else {
@@ -124,6 +128,7 @@ impl Runtime {
                     }
                     Op::Busy => {
                         st.evict_busy += 1;
+                        st.pages[i].flags |= F_SHARED;
                         return MoveResult::Refused;
                     }
                     other => {

@@ -63,6 +63,9 @@ pub(super) const F_PIN_LOCK: u8 = 1;
 pub(super) const F_INCOMPRESSIBLE: u8 = 2;
 /// Pinned by mprotect to anything but read-write (a protection change needs the page home).
 pub(super) const F_PIN_PROT: u8 = 4;
+/// Shared with a fork child: the kernel refuses to move it (UFFDIO_MOVE: EBUSY), so moves
+/// skip it without asking again until `Runtime::recheck_shared` finds it movable.
+pub(super) const F_SHARED: u8 = 8;
 /// Either reason keeps the page in DRAM; each is cleared by its own undo (munlock,
 /// mprotect back to read-write).
 pub(super) const F_PINNED: u8 = F_PIN_LOCK | F_PIN_PROT;
@@ -121,7 +124,14 @@ impl State {
             self.mapped += 1;
             self.max_mapped = self.max_mapped.max(self.mapped);
         }
-        self.pages[i] = p;
+        // Sharing is a property of the PTE a fork copied: any other state means the page
+        // left it (a page installed later is the process's own).
+        let flags = if new == PageState::Resident {
+            p.flags
+        } else {
+            p.flags & !F_SHARED
+        };
+        self.pages[i] = Page::new(new, flags);
         self.placement[i] = new.placement();
     }
 }

@@ -1,13 +1,19 @@
 //! Hint-fault sampling: resident pages are moved to hint staging slots; the next access
 //! faults and reports how long the page went untouched. Also the staging slots' bookkeeping.
 
-use super::page::{Page, PageState, F_PINNED};
+use super::page::{Page, PageState, F_PINNED, F_SHARED};
 use super::{lock, Runtime, State, EVICT_BATCH, HINT_SLOTS};
 use crate::sys::{self, PAGE};
 use crate::uffd::Op;
 
 /// A staged page not touched for this long is put back (it stays a cold-page candidate).
 const STAGE_MAX_NS: u64 = 5_000_000_000;
+
+/// A pass looks at no more than this many pages per page it means to sample. Pages that
+/// cannot move (shared with a fork child: UFFDIO_MOVE says EBUSY; pinned) are skipped, and
+/// after a fork nearly all are: an unbounded pass would walk the whole heap under the state
+/// lock while the program's faults wait for it.
+const VISITS_PER_SAMPLE: usize = 8;
 
 impl Runtime {
     /// Give a staging slot back. Hint slots return to the free list (`dirty`: its page is
@@ -57,9 +63,10 @@ impl Runtime {
         let mut seen = 0;
         let mut done = 0;
         let mut i = st.scan_cursor as usize % hwm;
-        while done < n && seen < hwm && !st.hint_free.is_empty() {
+        let max_seen = hwm.min(n.saturating_mul(VISITS_PER_SAMPLE));
+        while done < n && seen < max_seen && !st.hint_free.is_empty() {
             let p = st.pages[i];
-            if p.state == PageState::Resident && p.flags & F_PINNED == 0 {
+            if p.state == PageState::Resident && p.flags & (F_PINNED | F_SHARED) == 0 {
                 let slot = *st.hint_free.last().unwrap() as usize;
                 match self
                     .uffd
@@ -76,6 +83,7 @@ impl Runtime {
                         done += 1;
                     }
                     Op::NoEnt => st.set(i, Page::new(PageState::Absent, p.flags)),
+                    Op::Busy => st.pages[i].flags |= F_SHARED,
                     _ => {}
                 }
             }
