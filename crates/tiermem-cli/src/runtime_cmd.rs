@@ -22,6 +22,11 @@ pub struct RunArgs {
     /// Pool allocator of the first tier (zsmalloc, zbud, z3fold).
     #[arg(long)]
     pub allocator: Option<String>,
+    /// Placement policy, run under the DRAM budget guard: budget (the guard alone, the
+    /// default), hemem, tpp, memtis or static, each of the first three also as NAME+colloid.
+    /// Overrides the config file's [policy] (whose tunables stay when it names the same one).
+    #[arg(long, value_name = "NAME")]
+    pub policy: Option<String>,
     /// Program and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     pub program: Vec<String>,
@@ -72,8 +77,53 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
             t.allocator = Some(al.clone());
         }
     }
+    if let Some(p) = &a.policy {
+        set_policy(&mut cfg, p)?;
+    }
     cfg.validate("runtime")?;
+    // A policy the runtime cannot serve is refused now, in one line, not by a manager
+    // thread that would leave the program untiered.
+    tiermem_linux::backend::check_policy(&cfg)?;
     Ok(cfg)
+}
+
+/// `--policy NAME[+colloid]`.
+fn set_policy(cfg: &mut RuntimeConfig, flag: &str) -> Result<()> {
+    let (base, colloid) = match flag.strip_suffix("+colloid") {
+        Some(b) => (b, true),
+        None => (flag, false),
+    };
+    let known = || {
+        let mut n: Vec<&str> = vec!["budget"];
+        n.extend(tiermem_policies::PolicyConfig::NAMES);
+        n.join(", ")
+    };
+    if base == "budget" {
+        if colloid {
+            return Err(Error::usage(format!(
+                "--policy {flag}: the budget guard has no heat model for Colloid to use; give a base system ({}), e.g. hemem+colloid",
+                known()
+            )));
+        }
+        cfg.policy = None;
+        cfg.colloid = None;
+        return Ok(());
+    }
+    let Some(defaults) = tiermem_policies::PolicyConfig::default_for(base) else {
+        return Err(Error::usage(format!(
+            "--policy {flag}: unknown policy `{base}`; expected one of {} (each but budget and static also as NAME+colloid)",
+            known()
+        )));
+    };
+    if cfg.policy.as_ref().map(|p| p.name()) != Some(base) {
+        cfg.policy = Some(defaults);
+    }
+    cfg.colloid = if colloid {
+        Some(cfg.colloid.take().unwrap_or_default())
+    } else {
+        None
+    };
+    Ok(())
 }
 
 pub fn run(a: RunArgs) -> Result<i32> {
@@ -120,6 +170,15 @@ fn ns(v: u64) -> String {
     }
 }
 
+/// A tier's loaded latency as the policy sees it; "-" before any was measured.
+fn latency(v: f64) -> String {
+    if v > 0.0 {
+        ns(v.round() as u64)
+    } else {
+        "-".into()
+    }
+}
+
 pub fn render(s: &Stats) -> String {
     let mut o = String::new();
     o.push_str(&format!(
@@ -136,11 +195,16 @@ pub fn render(s: &Stats) -> String {
         format_bytes(s.footprint_bytes)
     ));
     o.push_str(&format!(
-        "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>10}\n",
-        "tier", "pages", "stored", "compressed", "ratio", "faults", "p50", "p99", "migr in"
+        "policy {}  tracker {}\n",
+        if s.policy.is_empty() { "budget" } else { &s.policy },
+        if s.tracker.is_empty() { "-" } else { &s.tracker }
     ));
     o.push_str(&format!(
-        "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>10}\n",
+        "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>9} {:>10}\n",
+        "tier", "pages", "stored", "compressed", "ratio", "faults", "p50", "p99", "latency", "migr in"
+    ));
+    o.push_str(&format!(
+        "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>9} {:>10}\n",
         "0:dram",
         s.resident_bytes / 4096,
         format_bytes(s.resident_bytes),
@@ -149,6 +213,7 @@ pub fn render(s: &Stats) -> String {
         s.first_touch_faults,
         "-",
         "-",
+        latency(s.dram_latency_ns),
         "-"
     ));
     let mut pool = 0;
@@ -160,7 +225,7 @@ pub fn render(s: &Stats) -> String {
             "-".into()
         };
         o.push_str(&format!(
-            "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>10}\n",
+            "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>9} {:>10}\n",
             format!("{} {}", t.name, t.allocator),
             t.pages,
             format_bytes(t.stored_bytes),
@@ -169,6 +234,7 @@ pub fn render(s: &Stats) -> String {
             t.faults,
             ns(t.fault_p50_ns),
             ns(t.fault_p99_ns),
+            latency(t.latency_ns),
             t.migrations_in
         ));
     }

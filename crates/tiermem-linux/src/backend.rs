@@ -1,14 +1,71 @@
 //! The runtime as a core [`Backend`]: the same seam the simulator implements. The manager
 //! thread runs the core [`Engine`] over it.
 
-use crate::budget_policy::BudgetPolicy;
+use crate::config::RuntimeConfig;
 use crate::runtime::{MoveResult, Runtime, EVICT_BATCH, SHARED_RECHECK_NS};
 use crate::sys::{self, PAGE};
 use tiermem_core::{
     Applied, Backend, Capabilities, Controls, Engine, Error, ErrorKind, HeatEvent, PageRange, Plan,
-    Provision, Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierSpec,
+    Policy, Provision, Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierSpec,
     TierTelemetry, TrackerKind, TrackerSpec,
 };
+use tiermem_policies::budget::BudgetGuard;
+use tiermem_policies::BuildContext;
+
+/// How the runtime stands in for PEBS (no PMU in user space, nor on most VMs): every hint
+/// fault, tier fault and first touch the hint-fault sampler sees becomes one sample.
+const PEBS_EMULATION: &str = "one sample per hint fault, tier fault or first touch";
+/// How the runtime measures loaded latency without a PMU.
+const LATENCY_EMULATION: &str = "compressed tiers: fault rate and Little's law over measured fault service times; DRAM: its unloaded latency at a touch rate estimated from hint faults";
+
+/// What the Linux runtime gives policies (checked by `Engine::new`, and by `tiermem run`
+/// before the program starts).
+pub fn capabilities() -> Capabilities {
+    Capabilities {
+        backend: "linux runtime".into(),
+        trackers: vec![
+            (TrackerKind::HintFault, Provision::Native),
+            (TrackerKind::Pebs, Provision::Emulated(PEBS_EMULATION.into())),
+        ],
+        telemetry: vec![
+            (TelemetryKind::FaultRate, Provision::Native),
+            (
+                TelemetryKind::LoadedLatency,
+                Provision::Emulated(LATENCY_EMULATION.into()),
+            ),
+        ],
+        max_granularity_bytes: PAGE as u64,
+        max_tenants: 1,
+        tier_limits: false,
+        cpu_shares: false,
+    }
+}
+
+/// The configured policy under the DRAM budget guard (the guard alone when none is named).
+pub fn build_policy(cfg: &RuntimeConfig) -> Result<BudgetGuard> {
+    Ok(match &cfg.policy {
+        None => BudgetGuard::alone(
+            cfg.quantum_ns(),
+            cfg.scan_period_ns(),
+            cfg.sampler.scan_pages,
+        ),
+        Some(p) => BudgetGuard::over(tiermem_policies::build_with(
+            p,
+            cfg.colloid.as_ref(),
+            BuildContext {
+                page_bytes: Some(PAGE as u64),
+            },
+        )?),
+    })
+}
+
+/// Refuse, before the program starts, a policy the runtime cannot serve (one line, exit 2).
+pub fn check_policy(cfg: &RuntimeConfig) -> Result<String> {
+    let p = build_policy(cfg)?;
+    let caps = capabilities();
+    caps.check(&p.name(), &p.needs())?;
+    Ok(caps.describe_tracker(&p.tracker()))
+}
 
 pub struct RuntimeBackend {
     rt: &'static Runtime,
@@ -28,6 +85,13 @@ pub struct RuntimeBackend {
     /// One tenant: this process.
     tenants: Vec<TenantSpec>,
     controls: Controls,
+    /// The policy asked for PEBS: the sampler's events are delivered as samples.
+    pebs_emulated: bool,
+    /// Counters at the previous `observe` (telemetry is per quantum): time, hint faults,
+    /// and per compressed tier (faults, fault service ns).
+    last_ns: u64,
+    last_hint_faults: u64,
+    last_tier: Vec<(u64, u64)>,
 }
 
 impl RuntimeBackend {
@@ -53,6 +117,10 @@ impl RuntimeBackend {
                 pages: PageRange { start: 0, len: 0 },
             }],
             controls: Controls::default(),
+            pebs_emulated: false,
+            last_ns: sys::now_ns(),
+            last_hint_faults: 0,
+            last_tier: Vec::new(),
         }
     }
 }
@@ -65,15 +133,7 @@ impl Backend for RuntimeBackend {
         &self.specs
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            backend: "linux runtime".into(),
-            trackers: vec![(TrackerKind::HintFault, Provision::Native)],
-            telemetry: vec![(TelemetryKind::FaultRate, Provision::Native)],
-            max_granularity_bytes: PAGE as u64,
-            max_tenants: 1,
-            tier_limits: false,
-            cpu_shares: false,
-        }
+        capabilities()
     }
     fn install_tracker(&mut self, spec: &TrackerSpec) -> Result<()> {
         match spec {
@@ -82,13 +142,19 @@ impl Backend for RuntimeBackend {
                 self.scan_pages = *scan_pages;
                 Ok(())
             }
+            TrackerSpec::Pebs { .. } => {
+                // Emulated (PEBS_EMULATION): the sampler as configured for the runtime.
+                self.pebs_emulated = true;
+                Ok(())
+            }
+            TrackerSpec::Combined(v) => v.iter().try_for_each(|t| self.install_tracker(t)),
             TrackerSpec::None => {
                 self.scan_pages = 0;
                 Ok(())
             }
             other => Err(Error::new(
                 ErrorKind::Unsupported,
-                format!("the Linux runtime provides hint-fault and tier-fault tracking, not {other:?} (no hardware PMU here)"),
+                format!("the Linux runtime provides hint-fault tracking (and PEBS emulated from it), not {other:?} (no hardware PMU here)"),
             )),
         }
     }
@@ -130,20 +196,18 @@ impl Backend for RuntimeBackend {
             self.placement.extend_from_slice(&st.placement);
             self.events.clear();
             std::mem::swap(&mut self.events, &mut st.events);
-            self.tenants[0].pages.len = self.placement.len() as u32;
-            self.telemetry.clear();
-            self.telemetry.push(TierTelemetry {
-                used_bytes: st.resident * PAGE as u64,
-                capacity_bytes: st.budget_bytes(),
-                ..Default::default()
-            });
-            for t in &st.tiers {
-                self.telemetry.push(TierTelemetry {
-                    used_bytes: t.pages * PAGE as u64,
-                    capacity_bytes: u64::MAX,
-                    ..Default::default()
-                });
+            if self.pebs_emulated {
+                for e in &mut self.events {
+                    if let HeatEvent::HintFault { page, .. }
+                    | HeatEvent::TierFault { page }
+                    | HeatEvent::Accessed { page } = *e
+                    {
+                        *e = HeatEvent::Sample { page, write: false };
+                    }
+                }
             }
+            self.tenants[0].pages.len = self.placement.len() as u32;
+            self.measure(&mut st);
         }
         Snapshot {
             now_ns: self.now - self.rt.start_ns,
@@ -174,6 +238,49 @@ impl Backend for RuntimeBackend {
 }
 
 impl RuntimeBackend {
+    /// Per-tier telemetry of the quantum just ended (`LATENCY_EMULATION`), and the
+    /// latencies `tiermem stat` shows.
+    fn measure(&mut self, st: &mut crate::runtime::State) {
+        let now = sys::now_ns();
+        let dt_s = now.saturating_sub(self.last_ns).max(1) as f64 / 1e9;
+        self.last_ns = now;
+        // DRAM: touches of resident pages per second, estimated from the sampler: the staged
+        // pages stand for all resident ones, and each hint fault is one touch of a staged page.
+        let hints = st.hint_faults.saturating_sub(self.last_hint_faults);
+        self.last_hint_faults = st.hint_faults;
+        let staged = st.hint_staged().max(1) as f64;
+        let touch_rate = hints as f64 / dt_s * (st.resident as f64 / staged).max(1.0);
+        let dram_ns = self.specs[0].unloaded_latency_ns;
+        self.telemetry.clear();
+        self.telemetry.push(TierTelemetry {
+            used_bytes: st.resident * PAGE as u64,
+            capacity_bytes: st.budget_bytes(),
+            arrival_rate_per_s: touch_rate,
+            occupancy: touch_rate * dram_ns / 1e9,
+            ..Default::default()
+        });
+        self.last_tier.resize(st.tiers.len(), (0, 0));
+        let mut latency = vec![dram_ns];
+        for (t, last) in st.tiers.iter().zip(&mut self.last_tier) {
+            let faults = t.faults.saturating_sub(last.0) as f64;
+            let service_s = t.service_ns.saturating_sub(last.1) as f64 / 1e9;
+            *last = (t.faults, t.service_ns);
+            let rate = faults / dt_s;
+            // Little's law: faults in service on average = their total service time / elapsed.
+            let tel = TierTelemetry {
+                used_bytes: t.pages * PAGE as u64,
+                capacity_bytes: u64::MAX,
+                arrival_rate_per_s: rate,
+                occupancy: service_s / dt_s,
+                faults_per_s: rate,
+                ..Default::default()
+            };
+            latency.push(tel.latency_ns().unwrap_or(0.0));
+            self.telemetry.push(tel);
+        }
+        st.latency_ns = latency;
+    }
+
     fn apply_moves(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
         let mut a = Applied::default();
         let pages: Vec<(usize, u8)> = plan
@@ -226,13 +333,17 @@ fn program_name() -> String {
 
 /// The manager thread: engine steps, stats publication, control socket requests.
 pub fn manager_loop(rt: &'static Runtime) {
-    let policy = BudgetPolicy::new(
-        rt.cfg.quantum_ns(),
-        rt.cfg.scan_period_ns(),
-        rt.cfg.sampler.scan_pages,
-    );
     let mut backend = RuntimeBackend::new(rt);
-    let mut engine = match Engine::new(policy, &mut backend) {
+    // `tiermem run` checked the policy before the program started (`check_policy`).
+    let engine = build_policy(&rt.cfg).and_then(|policy| {
+        let (name, heat) = (policy.name(), rt.cfg.policy.is_some());
+        let tracker = capabilities().describe_tracker(&policy.tracker());
+        let e = Engine::new(policy, &mut backend)?;
+        let mut st = rt.lock();
+        (st.policy, st.tracker, st.sample_always) = (name, tracker, heat);
+        Ok(e)
+    });
+    let mut engine = match engine {
         Ok(e) => e,
         Err(e) => {
             crate::runtime::report(&format!("manager not started: {e}"));

@@ -4,6 +4,8 @@
 use crate::codec::Codec;
 use crate::pool::{AllocatorKind, Backing};
 use serde::{Deserialize, Serialize};
+use tiermem_policies::colloid::ColloidParams;
+use tiermem_policies::PolicyConfig;
 use tiermem_core::config::{check_range, invalid, Validate};
 use tiermem_core::tier::{validate_tiers, TierBackend, TierConfig, TierKind};
 use tiermem_core::{parse_size, Result, Size};
@@ -154,6 +156,14 @@ pub struct RuntimeConfig {
     /// the matching r-x bits).
     #[serde(default = "default_stats_mode")]
     pub stats_mode: String,
+    /// The placement policy (the file's `[policy]`, the same table as the simulator's;
+    /// `tiermem run --policy NAME`); `None` = the DRAM budget guard alone ("budget").
+    /// Every policy runs under the guard (`tiermem_policies::budget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyConfig>,
+    /// Colloid over the policy (the file's `[colloid]`; `--policy NAME+colloid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub colloid: Option<ColloidParams>,
 }
 fn default_stats_mode() -> String {
     "0600".into()
@@ -193,6 +203,8 @@ impl Default for RuntimeConfig {
             arena: default_arena(),
             run_dir: default_run_dir(),
             stats_mode: default_stats_mode(),
+            policy: None,
+            colloid: None,
         }
     }
 }
@@ -204,6 +216,12 @@ impl Default for RuntimeConfig {
 pub struct RuntimeFile {
     #[serde(default)]
     pub runtime: RuntimeConfig,
+    /// `[policy]`: the same table as the simulator's.
+    #[serde(default)]
+    pub policy: Option<PolicyConfig>,
+    /// `[colloid]`: Colloid over the policy.
+    #[serde(default)]
+    pub colloid: Option<ColloidParams>,
 }
 
 impl Validate for RuntimeConfig {
@@ -251,6 +269,12 @@ impl Validate for RuntimeConfig {
         }
         crate::control::parse_stats_mode(&self.stats_mode)
             .map_err(|e| invalid(&p("stats_mode"), e))?;
+        if let Some(pc) = &self.policy {
+            pc.validate("policy")?;
+        }
+        if let Some(c) = &self.colloid {
+            c.validate("colloid")?;
+        }
         check_range(
             &p("sampler.scan_period_ms"),
             self.sampler.scan_period_ms,
@@ -264,8 +288,15 @@ impl Validate for RuntimeConfig {
 impl RuntimeConfig {
     pub fn from_file(path: &std::path::Path) -> Result<RuntimeConfig> {
         let f: RuntimeFile = tiermem_core::config::from_toml_file(path)?;
-        f.runtime.validate("runtime")?;
-        Ok(f.runtime)
+        let mut cfg = f.runtime;
+        if f.policy.is_some() {
+            cfg.policy = f.policy;
+        }
+        if f.colloid.is_some() {
+            cfg.colloid = f.colloid;
+        }
+        cfg.validate("runtime")?;
+        Ok(cfg)
     }
     /// `dram_budget`, else the DRAM tier's capacity, else unlimited.
     pub fn budget(&self) -> Budget {

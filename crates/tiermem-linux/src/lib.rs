@@ -8,8 +8,9 @@
 //!        v
 //!   Runtime (runtime/)    one arena of managed regions registered with one userfaultfd
 //!     fault thread        MISSING faults: zero-fill, un-stage (hint fault), decompress
-//!     manager thread      Engine<BudgetPolicy> over RuntimeBackend (backend.rs):
-//!                         hint-fault sampler -> HeatEvents -> policy -> apply (evict)
+//!     manager thread      Engine<BudgetGuard<policy>> over RuntimeBackend (backend.rs):
+//!                         hint-fault sampler -> HeatEvents -> policy (hemem, tpp, memtis,
+//!                         static, +colloid; tiermem_policies) -> budget guard -> apply
 //!   pools (pool.rs) x codecs (codec.rs) = compressed tiers
 //! ```
 //!
@@ -21,7 +22,6 @@
 //! 3. no thread touches managed memory while holding the state lock.
 
 pub mod backend;
-pub mod budget_policy;
 pub mod codec;
 mod codec_ext;
 pub mod config;

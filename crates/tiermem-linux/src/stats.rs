@@ -82,6 +82,10 @@ pub struct TierStats {
     pub faults: u64,
     pub fault_p50_ns: u64,
     pub fault_p99_ns: u64,
+    /// Loaded latency of the tier as the policy sees it (Little's law over the last
+    /// quantum's faults and their service times), ns; 0 = no faults measured.
+    #[serde(default)]
+    pub latency_ns: f64,
     /// Pages moved into this tier.
     pub migrations_in: u64,
     /// Pages moved out of this tier (faults and explicit moves).
@@ -142,6 +146,15 @@ pub struct Stats {
     /// the runtime started, locked or shared memory, tiermem's own tables.
     #[serde(default)]
     pub unmanaged_anon_bytes: u64,
+    /// The placement policy ("budget" = the DRAM budget guard alone) and how its tracker is
+    /// provided here ("PEBS sampling (emulated: ...)").
+    #[serde(default)]
+    pub policy: String,
+    #[serde(default)]
+    pub tracker: String,
+    /// DRAM's latency as the policy sees it, ns (its unloaded latency: no PMU here).
+    #[serde(default)]
+    pub dram_latency_ns: f64,
 }
 
 impl Stats {

@@ -206,6 +206,14 @@ impl<B: HeatModel> Policy for Colloid<B> {
     fn name(&self) -> String {
         format!("{}+colloid", self.base.system())
     }
+    /// Colloid balances the tiers' loaded latencies: without them it would silently be its
+    /// base system.
+    fn needs(&self) -> tiermem_core::Needs {
+        tiermem_core::Needs {
+            telemetry: vec![tiermem_core::TelemetryKind::LoadedLatency],
+            ..tiermem_core::Needs::tracking(&self.tracker())
+        }
+    }
     fn tracker(&self) -> TrackerSpec {
         // TPP+Colloid also takes hint faults on default-tier pages, to find hot pages to
         // demote (§4.3).

@@ -4,9 +4,11 @@
 //!   [`static_placement`] (`"static"`): the baseline tiering systems as pure policies.
 //! * [`heat::HeatModel`]: a base system's tracker state and page finder, which layers (Colloid)
 //!   reuse instead of copying.
+//! * [`budget`]: the DRAM budget guard the Linux runtime puts after any policy.
 //! * [`colloid`]: the Colloid algorithm (latency meter, Algorithms 1 and 2).
 //! * [`build`] / [`build_layered`]: a policy from its config.
 
+pub mod budget;
 pub mod colloid;
 pub mod colloid_layer;
 pub mod config;

@@ -224,6 +224,7 @@ impl Runtime {
                     t.faults += 1;
                     let dt = sys::now_ns() - t0;
                     t.hist.record(dt);
+                    t.service_ns += dt;
                     st.stall_ns += dt;
                 } else {
                     self.uffd.wake(a, PAGE);

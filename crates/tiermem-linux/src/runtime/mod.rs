@@ -69,6 +69,9 @@ pub struct CTier {
     pub pages: u64,
     pub faults: u64,
     pub hist: Histogram,
+    /// Sum of this tier's fault service times (decompress + install), ns: with the fault
+    /// count, Little's law gives the tier's occupancy and loaded latency (backend.rs).
+    pub service_ns: u64,
     pub migr_in: u64,
     pub migr_out: u64,
     pub rejected: u64,
@@ -110,6 +113,14 @@ pub struct State {
     pub evict_busy: u64,
     pub forks: u64,
     pub quanta: u64,
+    /// The policy's tracker needs hint-fault samples even while the footprint fits the
+    /// budget (every policy but the budget guard alone).
+    pub sample_always: bool,
+    /// What `tiermem stat` shows of the policy: its name, how its tracker is provided
+    /// here, and each tier's loaded latency (0 = DRAM) as last measured, ns.
+    pub policy: String,
+    pub tracker: String,
+    pub latency_ns: Vec<f64>,
     cbuf: Vec<u8>,
     pbuf: Vec<u8>,
 }
@@ -222,6 +233,7 @@ impl Runtime {
                 pages: 0,
                 faults: 0,
                 hist: Histogram::default(),
+                service_ns: 0,
                 migr_in: 0,
                 migr_out: 0,
                 rejected: 0,
@@ -257,6 +269,10 @@ impl Runtime {
             evict_busy: 0,
             forks: 0,
             quanta: 0,
+            sample_always: false,
+            policy: String::new(),
+            tracker: String::new(),
+            latency_ns: Vec::new(),
             cbuf: Vec::with_capacity(8192),
             pbuf: vec![0u8; PAGE],
         };
@@ -369,6 +385,7 @@ impl Runtime {
                     faults: t.faults,
                     fault_p50_ns: t.hist.quantile(0.5),
                     fault_p99_ns: t.hist.quantile(0.99),
+                    latency_ns: st.latency_ns.get(k + 1).copied().unwrap_or(0.0),
                     migrations_in: t.migr_in,
                     migrations_out: t.migr_out,
                     rejected_incompressible: t.rejected,
@@ -387,6 +404,9 @@ impl Runtime {
             process_anon_bytes: anon,
             unmanaged_anon_bytes: anon.saturating_sub(st.resident * PAGE as u64 + pools),
             quanta: st.quanta,
+            policy: st.policy.clone(),
+            tracker: st.tracker.clone(),
+            dram_latency_ns: st.latency_ns.first().copied().unwrap_or(0.0),
         }
     }
 }

@@ -54,9 +54,10 @@ impl Runtime {
                 st.hint_owner[slot].1 = 0;
             }
         }
-        if st.footprint_pages() * PAGE as u64 <= st.budget_bytes() {
-            // Everything fits in the budget (unlimited, 100 %): nothing will be demoted, so
-            // sampling would only cost hint faults. It resumes when the budget shrinks.
+        if !st.sample_always && st.footprint_pages() * PAGE as u64 <= st.budget_bytes() {
+            // The budget guard alone, and everything fits (unlimited, 100 %): nothing will be
+            // demoted, so sampling would only cost hint faults. It resumes when the budget
+            // shrinks. Policies that place by heat keep sampling.
             return;
         }
         let hwm = st.hwm as usize;
@@ -91,5 +92,12 @@ impl Runtime {
             i = (i + 1) % hwm;
         }
         st.scan_cursor = i as u32;
+    }
+}
+
+impl State {
+    /// Pages the sampler has staged and not yet seen touched.
+    pub fn hint_staged(&self) -> u64 {
+        (HINT_SLOTS - self.hint_free.len()) as u64
     }
 }

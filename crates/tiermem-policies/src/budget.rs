@@ -1,0 +1,333 @@
+//! The DRAM budget guard: keeps resident DRAM under its capacity (the runtime's budget) by
+//! demoting the coldest pages first, after whatever policy it guards has planned. On the
+//! Linux runtime every access to a compressed page faults it back into DRAM, whatever the
+//! policy decided, so DRAM can outgrow its capacity there; the guard is what holds the
+//! budget, for every policy (`tiermem run --policy NAME` = NAME under the guard; no NAME =
+//! the guard alone, `budget`). Coldness comes from the events the policy's tracker delivers
+//! (hint faults, samples, tier faults, first touches): a page's heat is the time of its
+//! last observed access; pages never seen are coldest. Pure: it reads only snapshots.
+//!
+//! ```text
+//!   projected = resident + the plan's promotions - the plan's demotions
+//!   projected > budget  -> also demote (projected - target) coldest resident pages
+//!   target = budget - headroom    (headroom = budget/64, at least 16 pages: room for the
+//!                                  faults that arrive before the next quantum)
+//! ```
+//! Demotions go to tier 1 (the first compressed tier).
+
+use tiermem_core::{HeatEvent, Needs, Plan, Policy, Snapshot, TierId, TrackerSpec};
+
+pub struct BudgetGuard {
+    /// The policy guarded; `None` = the guard alone.
+    inner: Option<Box<dyn Policy>>,
+    quantum_ns: u64,
+    scan_period_ns: u64,
+    scan_pages: u64,
+    /// Last access seen per page (ns); 0 = never.
+    last_seen: Vec<u64>,
+    /// Pages demoted last quantum: if still resident now, the backend refused them
+    /// (pinned, shared with a fork child, incompressible): treat them as warm for a while.
+    picked: Vec<u32>,
+    /// Scratch: pages the guarded policy's plan moves this quantum.
+    planned: Vec<bool>,
+}
+
+impl BudgetGuard {
+    /// The guard alone, with its own hint-fault tracker (`scan_pages` every
+    /// `scan_period_ns`) and quantum.
+    pub fn alone(quantum_ns: u64, scan_period_ns: u64, scan_pages: u64) -> Self {
+        BudgetGuard {
+            inner: None,
+            quantum_ns,
+            scan_period_ns,
+            scan_pages,
+            last_seen: Vec::new(),
+            picked: Vec::new(),
+            planned: Vec::new(),
+        }
+    }
+
+    /// `inner` under the guard: its tracker, quantum and rate limit.
+    pub fn over(inner: Box<dyn Policy>) -> Self {
+        BudgetGuard {
+            quantum_ns: inner.quantum_ns(),
+            inner: Some(inner),
+            ..BudgetGuard::alone(0, 0, 0)
+        }
+    }
+}
+
+impl Policy for BudgetGuard {
+    fn name(&self) -> String {
+        match &self.inner {
+            Some(p) => p.name(),
+            None => "budget".into(),
+        }
+    }
+    fn tracker(&self) -> TrackerSpec {
+        match &self.inner {
+            Some(p) => p.tracker(),
+            None => TrackerSpec::HintFault {
+                scan_period_ns: self.scan_period_ns,
+                scan_pages: self.scan_pages,
+                tiers: vec![TierId(0)],
+            },
+        }
+    }
+    fn needs(&self) -> Needs {
+        match &self.inner {
+            Some(p) => p.needs(),
+            None => Needs::tracking(&self.tracker()),
+        }
+    }
+    fn quantum_ns(&self) -> u64 {
+        self.quantum_ns
+    }
+    fn migration_limit_bytes(&self) -> Option<u64> {
+        self.inner.as_ref().and_then(|p| p.migration_limit_bytes())
+    }
+    fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
+        let n = snap.placement.len();
+        if self.last_seen.len() < n {
+            self.last_seen.resize(n, 0);
+        }
+        let now = snap.now_ns.max(1);
+        for e in snap.events {
+            let p = match *e {
+                HeatEvent::HintFault { page, .. }
+                | HeatEvent::TierFault { page }
+                | HeatEvent::Accessed { page }
+                | HeatEvent::Sample { page, .. } => page,
+            } as usize;
+            if p < n {
+                self.last_seen[p] = now;
+            }
+        }
+        for &p in &self.picked {
+            if (p as usize) < n && snap.placement[p as usize] == TierId(0) {
+                self.last_seen[p as usize] = now;
+            }
+        }
+        self.picked.clear();
+        let mut plan = match &mut self.inner {
+            Some(p) => p.decide(snap),
+            None => Plan::default(),
+        };
+        if snap.tier_specs.len() < 2 {
+            return plan;
+        }
+        let pb = snap.page_bytes;
+        let budget = snap.tiers[0].capacity_bytes / pb;
+        // What DRAM will hold once the guarded plan is applied.
+        self.planned.clear();
+        self.planned.resize(n, false);
+        let mut projected = snap.tiers[0].used_bytes / pb;
+        for m in &plan.moves {
+            for p in m.range.pages() {
+                let p = p as usize;
+                if p >= n {
+                    continue;
+                }
+                self.planned[p] = true;
+                match (snap.placement[p] == TierId(0), m.to == TierId(0)) {
+                    (true, false) => projected = projected.saturating_sub(1),
+                    (false, true) => projected += 1,
+                    _ => {}
+                }
+            }
+        }
+        if projected <= budget {
+            return plan;
+        }
+        let headroom = (budget / 64).max(16);
+        let want = (projected - budget.saturating_sub(headroom)) as usize;
+        let mut cands: Vec<(u64, u32)> = snap
+            .placement
+            .iter()
+            .enumerate()
+            .filter(|&(i, &t)| t == TierId(0) && !self.planned[i])
+            .map(|(i, _)| (self.last_seen[i], i as u32))
+            .collect();
+        let want = want.min(cands.len());
+        if want == 0 {
+            return plan;
+        }
+        if want < cands.len() {
+            cands.select_nth_unstable(want - 1);
+        }
+        let mut chosen: Vec<u32> = cands[..want].iter().map(|&(_, p)| p).collect();
+        chosen.sort_unstable();
+        for p in chosen {
+            plan.push(p, TierId(1));
+            self.picked.push(p);
+        }
+        plan
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tiermem_core::{TierKind, TierSpec, TierTelemetry};
+
+    fn spec(kind: TierKind) -> TierSpec {
+        TierSpec {
+            name: "t".into(),
+            kind,
+            capacity_bytes: 0,
+            unloaded_latency_ns: 0.0,
+            peak_bandwidth_bytes_per_s: 0.0,
+            cost_per_gb: 0.0,
+        }
+    }
+
+    #[test]
+    fn demotes_coldest_first_down_to_target() {
+        let specs = vec![
+            spec(TierKind::Dram),
+            spec(TierKind::Compressed {
+                codec: "lz4".into(),
+                allocator: "zsmalloc".into(),
+                backing: "dram".into(),
+            }),
+        ];
+        let placement = vec![TierId(0); 200];
+        let tiers = vec![
+            TierTelemetry {
+                used_bytes: 200 * 4096,
+                capacity_bytes: 100 * 4096,
+                ..Default::default()
+            },
+            TierTelemetry::default(),
+        ];
+        // Pages 0..100 were touched recently; 100..200 never.
+        let events: Vec<HeatEvent> = (0..100)
+            .map(|p| HeatEvent::HintFault {
+                page: p,
+                time_to_fault_ns: 1.0,
+            })
+            .collect();
+        let mut pol = BudgetGuard::alone(1, 1, 1);
+        let snap = Snapshot {
+            now_ns: 10,
+            quantum_ns: 1,
+            page_bytes: 4096,
+            tier_specs: &specs,
+            tiers: &tiers,
+            placement: &placement,
+            events: &events,
+            tenants: &[],
+            controls: &tiermem_core::NO_CONTROLS,
+        };
+        let plan = pol.decide(&snap);
+        // 200 resident, budget 100, headroom 16 -> demote 116: all 100 cold + 16 warm.
+        assert_eq!(plan.pages(), 116);
+        let cold = plan.moves.iter().filter(|m| m.range.start >= 100).count();
+        assert_eq!(cold, 100);
+        assert!(plan.moves.iter().all(|m| m.to == TierId(1)));
+    }
+
+    #[test]
+    fn under_budget_does_nothing() {
+        let specs = vec![
+            spec(TierKind::Dram),
+            spec(TierKind::Compressed {
+                codec: "lz4".into(),
+                allocator: "zsmalloc".into(),
+                backing: "dram".into(),
+            }),
+        ];
+        let placement = vec![TierId(0); 10];
+        let tiers = vec![
+            TierTelemetry {
+                used_bytes: 10 * 4096,
+                capacity_bytes: 100 * 4096,
+                ..Default::default()
+            },
+            TierTelemetry::default(),
+        ];
+        let mut pol = BudgetGuard::alone(1, 1, 1);
+        let snap = Snapshot {
+            now_ns: 10,
+            quantum_ns: 1,
+            page_bytes: 4096,
+            tier_specs: &specs,
+            tiers: &tiers,
+            placement: &placement,
+            events: &[],
+            tenants: &[],
+            controls: &tiermem_core::NO_CONTROLS,
+        };
+        assert_eq!(pol.decide(&snap).pages(), 0);
+    }
+
+    /// Promotes pages 0..50 (from tier 1), never touches the rest.
+    struct PromoteFirst50;
+    impl Policy for PromoteFirst50 {
+        fn name(&self) -> String {
+            "promote50".into()
+        }
+        fn tracker(&self) -> TrackerSpec {
+            TrackerSpec::None
+        }
+        fn quantum_ns(&self) -> u64 {
+            7
+        }
+        fn decide(&mut self, _: &Snapshot<'_>) -> Plan {
+            let mut p = Plan::default();
+            for i in 0..50 {
+                p.push(i, TierId(0));
+            }
+            p
+        }
+    }
+
+    #[test]
+    fn guards_another_policys_plan_counting_its_promotions() {
+        let specs = vec![
+            spec(TierKind::Dram),
+            spec(TierKind::Compressed {
+                codec: "lz4".into(),
+                allocator: "zsmalloc".into(),
+                backing: "dram".into(),
+            }),
+        ];
+        // Pages 0..50 compressed, 50..150 resident; budget 100 pages.
+        let mut placement = vec![TierId(0); 150];
+        placement[..50].fill(TierId(1));
+        let tiers = vec![
+            TierTelemetry {
+                used_bytes: 100 * 4096,
+                capacity_bytes: 100 * 4096,
+                ..Default::default()
+            },
+            TierTelemetry::default(),
+        ];
+        let mut pol = BudgetGuard::over(Box::new(PromoteFirst50));
+        assert_eq!(pol.name(), "promote50");
+        assert_eq!(pol.quantum_ns(), 7);
+        let snap = Snapshot {
+            now_ns: 10,
+            quantum_ns: 7,
+            page_bytes: 4096,
+            tier_specs: &specs,
+            tiers: &tiers,
+            placement: &placement,
+            events: &[],
+            tenants: &[],
+            controls: &tiermem_core::NO_CONTROLS,
+        };
+        let plan = pol.decide(&snap);
+        // 100 resident + 50 promoted = 150 > 100: demote 150 - (100 - 16) = 66 resident
+        // pages, none of those the guarded plan moves.
+        let demoted: Vec<u32> = plan
+            .moves
+            .iter()
+            .filter(|m| m.to == TierId(1))
+            .map(|m| m.range.start)
+            .collect();
+        assert_eq!(plan.moves.len() - demoted.len(), 50);
+        assert_eq!(demoted.len(), 66);
+        assert!(demoted.iter().all(|&p| p >= 50));
+    }
+}
