@@ -51,7 +51,7 @@ fn pre_flight(cli: Cli, argv: &[String]) {
             | trace_cmd::TraceCommand::Record { page_size, .. },
         ) => trace_cmd::page_bytes(&page_size).map(|_| ()),
         Command::Reproduce(a) => sim_cmd::check_out_dir(&a.out),
-        Command::Stat(_) | Command::Budget(_) => Ok(()),
+        Command::Stat(_) | Command::Budget(_) | Command::Policies(_) => Ok(()),
     };
     if let Err(e) = r {
         check_err(&e, argv);

@@ -2,6 +2,7 @@
 
 #[cfg(test)]
 mod cli_fuzz;
+mod policies_cmd;
 mod runtime_cmd;
 mod sim_cmd;
 mod trace_cmd;
@@ -26,6 +27,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Reproduce a paper figure (colloid-fig1, ...).
     Reproduce(sim_cmd::ReproduceArgs),
+    /// List the placement policies (`policy = "NAME"`), or print one's defaults.
+    Policies(policies_cmd::PoliciesArgs),
     /// Address traces: convert valgrind lackey output to tiermem's binary format, inspect.
     #[command(subcommand)]
     Trace(trace_cmd::TraceCommand),
@@ -49,6 +52,7 @@ fn main() {
     let result: Result<i32, Error> = match cli.command {
         Command::Sim(a) => sim_cmd::sim(a).map(|_| 0),
         Command::Reproduce(a) => sim_cmd::reproduce(a).map(|_| 0),
+        Command::Policies(a) => policies_cmd::policies(a).map(|_| 0),
         Command::Trace(c) => trace_cmd::trace(c).map(|_| 0),
         Command::Run(a) => runtime_cmd::run(a),
         Command::Stat(a) => runtime_cmd::stat(a).map(|_| 0),

@@ -301,10 +301,10 @@ fn every_shipped_config_round_trips() {
     let d: RuntimeFile = tiermem_core::config::from_toml_str(&t, "defaults").unwrap();
     d.runtime.validate("runtime").unwrap();
     // The policies' documented defaults.
-    for (name, text) in tiermem_policies::config::DEFAULTS_TOML {
-        let v: toml::Value = toml::from_str(text).unwrap();
-        let p = tiermem_sim::config::decode_policy(v["policy"].clone())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    for e in tiermem_policies::REGISTRY {
+        let v: toml::Value = toml::from_str(e.defaults_toml).unwrap();
+        let p = tiermem_policies::PolicyConfig::from_value(v["policy"].clone())
+            .unwrap_or_else(|err| panic!("{}: {err}", e.name));
         p.validate("policy").unwrap();
     }
 }

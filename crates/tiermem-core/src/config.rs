@@ -88,6 +88,22 @@ pub fn from_toml_str<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T>
     Ok(value)
 }
 
+/// Decode one table of a config whose shape a tag chose (`[policy]` by its `policy`,
+/// `[workload]` by its `kind`): unknown fields are errors, and an error names the failing
+/// field relative to the table (`` `quantum_ms`: invalid type ``), which [`from_toml_str`]
+/// folds into the full path.
+pub fn decode_table<T: DeserializeOwned>(t: toml::Table) -> std::result::Result<T, String> {
+    serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
+        let path = e.path().to_string();
+        let msg = e.into_inner().message().trim().to_string();
+        if path == "." || path.is_empty() {
+            msg
+        } else {
+            format!("`{path}`: {msg}")
+        }
+    })
+}
+
 /// Fields renamed when the configs took one unit convention (sizes as size strings,
 /// bandwidth in GB/s, time as f64 with its unit suffix): an old spelling is an error that
 /// names the new field, never silently accepted.

@@ -34,6 +34,8 @@ use crate::heat::{
     free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, pages_in, Budget,
     HeatModel, FAST, SLOW,
 };
+use crate::registry::{PolicyEntry, PolicyParams};
+use crate::BuildContext;
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, invalid, join, Validate};
 use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Result, Snapshot, TierId, TrackerSpec};
@@ -126,6 +128,30 @@ impl Validate for HememConfig {
             0.0,
             1e9,
         )
+    }
+}
+
+/// `policy = "hemem"` in the registry ([`crate::REGISTRY`]).
+pub static ENTRY: PolicyEntry = PolicyEntry::new::<HememConfig>(
+    "hemem",
+    "HeMem (SOSP'21): PEBS samples, hot/cold FIFO lists by sampled counts, periodic cooling; promotes hot pages, demoting cold ones to make room",
+    r#"[policy]
+policy = "hemem"
+sample_period = 19997                 # PEBS period (hemem src/pebs.h SAMPLE_PERIOD)
+hot_read_threshold = 4                # HOT_READ_THRESHOLD
+hot_write_threshold = 4               # HOT_WRITE_THRESHOLD
+cooling_threshold = 10                # PEBS_COOLING_THRESHOLD: halve all counts past this
+quantum_ms = 10.0                     # PEBS_KSWAPD_INTERVAL
+migration_limit_gbps = 1073.741824   # PEBS_KSWAPD_MIGRATE_RATE: 10 GiB per 10 ms pass = 1024000 MiB/s x 1048576 B/MiB
+"#,
+);
+
+impl PolicyParams for HememConfig {
+    fn build(&self, _ctx: BuildContext) -> Box<dyn Policy> {
+        Box::new(Hemem::new(self.clone()))
+    }
+    fn heat_model(&self, _ctx: BuildContext) -> Option<Box<dyn HeatModel>> {
+        Some(Box::new(Hemem::new(self.clone())))
     }
 }
 

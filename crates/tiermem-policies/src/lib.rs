@@ -1,7 +1,10 @@
-//! Placement policies: one file per policy, named like its config name.
+//! Placement policies: one file per policy, named like its config name, and one line per
+//! policy in the registry below.
 //!
 //! * [`hemem`] (`policy = "hemem"`), [`tpp`] (`"tpp"`), [`memtis`] (`"memtis"`),
 //!   [`static_placement`] (`"static"`): the baseline tiering systems as pure policies.
+//! * [`registry`]: what a policy file provides ([`registry::PolicyEntry`],
+//!   [`registry::PolicyParams`]) and lookup by name; [`PolicyConfig`]: a `[policy]` section.
 //! * [`heat::HeatModel`]: a base system's tracker state and page finder, which layers (Colloid)
 //!   reuse instead of copying.
 //! * [`budget`]: the DRAM budget guard the Linux runtime puts after any policy.
@@ -13,10 +16,25 @@ pub mod colloid;
 pub mod colloid_layer;
 pub mod config;
 pub mod heat;
-pub mod hemem;
-pub mod memtis;
-pub mod static_placement;
-pub mod tpp;
+pub mod registry;
+
+/// Declares each policy's module and lists its `ENTRY` in [`REGISTRY`]: one line per policy.
+macro_rules! registry {
+    ($($(#[$attr:meta])* $module:ident),* $(,)?) => {
+        $($(#[$attr])* pub mod $module;)*
+        /// Every policy, in the order listings show them.
+        pub static REGISTRY: &[&registry::PolicyEntry] = &[$($(#[$attr])* &$module::ENTRY,)*];
+    };
+}
+
+registry! {
+    hemem,
+    tpp,
+    memtis,
+    static_placement,
+    #[cfg(feature = "toy-policy")]
+    toy_demote,
+}
 
 pub use config::PolicyConfig;
 pub use heat::HeatModel;
@@ -47,24 +65,29 @@ pub fn build_layered(
 
 /// Build a base system's heat model (tracker state + page finder) by config name.
 pub fn build_heat_model(cfg: &PolicyConfig, ctx: BuildContext) -> Result<Box<dyn HeatModel>> {
-    Ok(match cfg {
-        PolicyConfig::Hemem(c) => Box::new(hemem::Hemem::new(c.clone())),
-        PolicyConfig::Memtis(c) => Box::new(memtis::Memtis::new(c.clone())),
-        PolicyConfig::Tpp(c) => Box::new(tpp::Tpp::new(tpp_cfg(c, ctx))),
-        PolicyConfig::Static(_) => {
-            return Err(Error::config(
-                "field `policy.policy`: \"static\" has no heat model (it never migrates)",
-            ))
-        }
+    cfg.heat_model(ctx).ok_or_else(|| {
+        Error::config(format!(
+            "field `policy.policy`: \"{}\" has no heat model (tracker state and page finder); those that have one: {}",
+            cfg.name(),
+            layerable()
+        ))
     })
 }
 
-fn tpp_cfg(c: &tpp::TppConfig, ctx: BuildContext) -> tpp::TppConfig {
-    let mut c = c.clone();
-    if c.scan_page_bytes.is_none() {
-        c.scan_page_bytes = ctx.page_bytes;
+/// The systems with a heat model, as "hemem, tpp or memtis".
+fn layerable() -> String {
+    let ctx = BuildContext::default();
+    let names: Vec<&str> = REGISTRY
+        .iter()
+        .filter_map(|e| {
+            let cfg = PolicyConfig::default_for(e.name)?;
+            cfg.heat_model(ctx).map(|_| e.name)
+        })
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
     }
-    c
 }
 
 /// The general form of [`build_layered`].
@@ -79,24 +102,23 @@ pub fn build_with(
         p.validate("colloid")?;
         return build_colloid(cfg, p, ctx);
     }
-    Ok(match cfg {
-        PolicyConfig::Hemem(c) => Box::new(hemem::Hemem::new(c.clone())),
-        PolicyConfig::Tpp(c) => Box::new(tpp::Tpp::new(tpp_cfg(c, ctx))),
-        PolicyConfig::Memtis(c) => Box::new(memtis::Memtis::new(c.clone())),
-        PolicyConfig::Static(c) => Box::new(static_placement::StaticPlacement::new(c.clone())),
-    })
+    Ok(cfg.build(ctx))
 }
 
-/// Colloid over a base system's heat model (Colloid §4). `static` has none to layer over.
+/// Colloid over a base system's heat model (Colloid §4). A system without one (`static`)
+/// has nothing to layer over.
 fn build_colloid(
     cfg: &PolicyConfig,
     p: &ColloidParams,
     ctx: BuildContext,
 ) -> Result<Box<dyn Policy>> {
-    if let PolicyConfig::Static(_) = cfg {
-        return Err(Error::config("field `colloid`: Colloid needs a base system with a tracker (hemem, tpp or memtis), not \"static\""));
-    }
-    let base = build_heat_model(cfg, ctx)?;
+    let Some(base) = cfg.heat_model(ctx) else {
+        return Err(Error::config(format!(
+            "field `colloid`: Colloid needs a base system with a tracker ({}), not \"{}\"",
+            layerable(),
+            cfg.name()
+        )));
+    };
     Ok(Box::new(colloid_layer::Colloid::new(base, p.clone())))
 }
 
@@ -106,10 +128,10 @@ mod tests {
 
     #[test]
     fn builds_every_system() {
-        for name in PolicyConfig::NAMES {
+        for name in PolicyConfig::names() {
             let cfg = PolicyConfig::default_for(name).unwrap();
             let p = build(&cfg).unwrap();
-            assert_eq!(p.name(), *name);
+            assert_eq!(p.name(), name);
         }
         let tpp = PolicyConfig::default_for("tpp").unwrap();
         let p = build_with(
@@ -145,17 +167,28 @@ mod tests {
             ),
             other => panic!("{other:?}"),
         }
+        let stat = PolicyConfig::default_for("static").unwrap();
+        let e = build_layered(&stat, Some(&params))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("field `colloid`: Colloid needs a base system with a tracker (hemem, tpp or memtis), not \"static\""), "{e}");
+        let e = build_heat_model(&stat, BuildContext::default())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
-            build_layered(&PolicyConfig::default_for("static").unwrap(), Some(&params)).is_err()
+            e.contains("field `policy.policy`: \"static\" has no heat model"),
+            "{e}"
         );
     }
 
     #[test]
     fn build_validates() {
-        let cfg = PolicyConfig::Hemem(hemem::HememConfig {
-            quantum_ms: -1.0,
-            ..Default::default()
-        });
+        // Decoded but not validated, as a deserialized config is.
+        let cfg =
+            PolicyConfig::from_value(toml::toml! { policy = "hemem" quantum_ms = -1.0 }.into())
+                .unwrap();
         let e = build(&cfg).err().unwrap().to_string();
         assert!(e.contains("policy.quantum_ms"), "{e}");
     }

@@ -40,6 +40,8 @@ use crate::heat::{
     capacity_pages, free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, pages_in,
     Budget, HeatModel, FAST, SLOW,
 };
+use crate::registry::{PolicyEntry, PolicyParams};
+use crate::BuildContext;
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, invalid, join, Validate};
 use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Result, Snapshot, TierId, TrackerSpec};
@@ -176,6 +178,33 @@ impl Validate for MemtisConfig {
             0.0,
             1e9,
         )
+    }
+}
+
+/// `policy = "memtis"` in the registry ([`crate::REGISTRY`]).
+pub static ENTRY: PolicyEntry = PolicyEntry::new::<MemtisConfig>(
+    "memtis",
+    "MEMTIS (SOSP'23): PEBS samples, a log2 histogram of access counts sets the hot threshold to fit the default tier; cooling halves counts",
+    r#"[policy]
+policy = "memtis"
+sample_period = 199                   # htmm_sample_period
+quantum_ms = 500.0                    # htmm_{promotion,demotion}_period_in_ms
+cooling_period_samples = 2000000      # htmm_cooling_period
+adaptation_period_samples = 100000    # htmm_adaptation_period
+thres_hot = 1                         # htmm_thres_hot: lowest hot bin
+warm = true                           # !htmm_nowarm
+promotion_watermark = 0.03            # get_memcg_promotion_watermark: 3 % of the tier
+demotion_watermark = 0.02             # get_memcg_demotion_watermark: 2 %
+migration_limit_gbps = 2.147483648   # MAX_MIGRATION_RATE_IN_MBPS: 2048 MiB/s x 1048576 B/MiB
+"#,
+);
+
+impl PolicyParams for MemtisConfig {
+    fn build(&self, _ctx: BuildContext) -> Box<dyn Policy> {
+        Box::new(Memtis::new(self.clone()))
+    }
+    fn heat_model(&self, _ctx: BuildContext) -> Option<Box<dyn HeatModel>> {
+        Some(Box::new(Memtis::new(self.clone())))
     }
 }
 

@@ -3,6 +3,8 @@
 //! 0–100 % of the hot set in the default tier and runs each placement statically).
 
 use crate::heat::ms_to_ns;
+use crate::registry::{PolicyEntry, PolicyParams};
+use crate::BuildContext;
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, join, Validate};
 use tiermem_core::{Plan, Policy, Result, Snapshot, TrackerSpec};
@@ -30,6 +32,22 @@ impl Default for StaticConfig {
 impl Validate for StaticConfig {
     fn validate(&self, p: &str) -> Result<()> {
         check_range(&join(p, "quantum_ms"), self.quantum_ms, 0.001, 3_600_000.0)
+    }
+}
+
+/// `policy = "static"` in the registry ([`crate::REGISTRY`]).
+pub static ENTRY: PolicyEntry = PolicyEntry::new::<StaticConfig>(
+    "static",
+    "No migration: every page stays where the backend's initial placement put it (no tracker, no heat model)",
+    r#"[policy]
+policy = "static"
+quantum_ms = 100.0                    # only the recording cadence: nothing ever moves
+"#,
+);
+
+impl PolicyParams for StaticConfig {
+    fn build(&self, _ctx: BuildContext) -> Box<dyn Policy> {
+        Box::new(StaticPlacement::new(self.clone()))
     }
 }
 

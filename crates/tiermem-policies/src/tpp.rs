@@ -56,6 +56,8 @@
 //! `scan_size_mb` of memory: `scan_pages = scan_size / page_bytes`.
 
 use crate::heat::{capacity_pages, free_pages, ms_to_ns, pages_in, HeatModel, FAST, SLOW};
+use crate::registry::{PolicyEntry, PolicyParams};
+use crate::BuildContext;
 use serde::{Deserialize, Serialize};
 use tiermem_core::config::{check_range, invalid, join, Validate};
 use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Result, Snapshot, TierId, TrackerSpec, MIB};
@@ -213,6 +215,47 @@ impl Validate for TppConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// `policy = "tpp"` in the registry ([`crate::REGISTRY`]).
+pub static ENTRY: PolicyEntry = PolicyEntry::new::<TppConfig>(
+    "tpp",
+    "TPP (ASPLOS'23) as upstreamed in Linux: NUMA-balancing hint faults promote, with an adaptive hot threshold and a rate limit; kswapd demotes by LRU",
+    r#"[policy]
+policy = "tpp"
+quantum_ms = 10.0                     # promotion is synchronous: short quantum
+scan_size_mb = 256                    # numa_balancing_scan_size_mb
+scan_period_min_ms = 1000.0           # numa_balancing_scan_period_min_ms (threshold period)
+# scan_interval_ms = 100.0            # default: task_scan_min() = 1000 * scan_size_mb / 2560
+hot_threshold_ms = 1000.0             # numa_balancing_hot_threshold_ms
+promote_rate_limit_gbps = 68.719476736 # numa_balancing_promote_rate_limit_MBps: 65536 MiB/s x 1048576 B/MiB
+adjust_threshold = true               # numa_promotion_adjust_threshold
+watermark_scale_factor = 10           # vm.watermark_scale_factor
+# min_free_kbytes = 23170             # default: clamp(sqrt(16 * capacity_kB), 128, 262144)
+lru = "fault-rate"                    # kswapd victim order: fault-rate | access-bit | recency
+lru_scan_ms = 1000.0                  # access-bit scan period (lru = "access-bit")
+# scan_page_bytes = 2097152           # default: the backend's page size, else 2 MiB
+"#,
+);
+
+impl TppConfig {
+    /// The scan is sized in the backend's pages unless the config fixes the page size.
+    fn for_backend(&self, ctx: BuildContext) -> TppConfig {
+        let mut c = self.clone();
+        if c.scan_page_bytes.is_none() {
+            c.scan_page_bytes = ctx.page_bytes;
+        }
+        c
+    }
+}
+
+impl PolicyParams for TppConfig {
+    fn build(&self, ctx: BuildContext) -> Box<dyn Policy> {
+        Box::new(Tpp::new(self.for_backend(ctx)))
+    }
+    fn heat_model(&self, ctx: BuildContext) -> Option<Box<dyn HeatModel>> {
+        Some(Box::new(Tpp::new(self.for_backend(ctx))))
     }
 }
 

@@ -396,7 +396,7 @@ fn plan_invariants_on_random_snapshots() {
 /// no move to a tier that does not exist.
 #[test]
 fn odd_machines_are_handled() {
-    for name in PolicyConfig::NAMES {
+    for name in PolicyConfig::names() {
         let cfg = PolicyConfig::default_for(name).unwrap();
         let mut p = build_with(
             &cfg,

@@ -44,7 +44,6 @@ pub struct SimConfig {
     #[serde(default)]
     pub antagonist: Vec<AntagonistConfig>,
     pub workload: WorkloadConfig,
-    #[serde(deserialize_with = "policy_with_paths")]
     pub policy: PolicyConfig,
     /// Layer Colloid (latency balancing) over the policy: present = enabled.
     pub colloid: Option<ColloidParams>,
@@ -124,55 +123,6 @@ pub struct AntagonistConfig {
     #[serde(default)]
     pub start_s: f64,
     pub end_s: Option<f64>,
-}
-
-/// `[policy]` decoded by its `policy` name, so that an error inside names its field
-/// (serde's internally tagged enums lose the path: "field `policy`: invalid type").
-fn policy_with_paths<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<PolicyConfig, D::Error> {
-    let v = toml::Value::deserialize(d)?;
-    decode_policy(v).map_err(<D::Error as serde::de::Error>::custom)
-}
-
-/// Decode a `[policy]` table; errors name the failing field relative to it.
-pub fn decode_policy(v: toml::Value) -> std::result::Result<PolicyConfig, String> {
-    use crate::workload::config::decode;
-    let names = PolicyConfig::NAMES
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut t = match v {
-        toml::Value::Table(t) => t,
-        other => {
-            return Err(format!(
-                "expected a table with `policy = ...`, found a {}",
-                other.type_str()
-            ))
-        }
-    };
-    let name = match t.remove("policy") {
-        Some(toml::Value::String(s)) => s,
-        Some(other) => {
-            return Err(format!(
-                "`policy`: expected a string, found a {}; expected one of {names}",
-                other.type_str()
-            ))
-        }
-        None => return Err(format!("missing field `policy`; expected one of {names}")),
-    };
-    Ok(match name.as_str() {
-        "hemem" => PolicyConfig::Hemem(decode(t)?),
-        "tpp" => PolicyConfig::Tpp(decode(t)?),
-        "memtis" => PolicyConfig::Memtis(decode(t)?),
-        "static" => PolicyConfig::Static(decode(t)?),
-        other => {
-            return Err(format!(
-                "`policy`: unknown variant `{other}`, expected one of {names}"
-            ))
-        }
-    })
 }
 
 fn default_seed() -> u64 {

@@ -11,6 +11,8 @@ pub struct RunOutcome {
     pub backend: SimBackend,
     pub counters: EngineCounters,
     pub policy: String,
+    /// The policy's migration limit is zero (`static`): it never moves a page.
+    pub never_migrates: bool,
     pub wall_time_s: f64,
 }
 
@@ -51,6 +53,7 @@ pub fn run_with(
     }
     Ok(RunOutcome {
         policy: engine.policy.name(),
+        never_migrates: engine.policy.migration_limit_bytes() == Some(0),
         counters: engine.counters.clone(),
         backend,
         wall_time_s: start.elapsed().as_secs_f64(),
@@ -134,8 +137,8 @@ impl RunOutcome {
             let pages = self.backend.workload().page_count() as u64;
             let used = self.backend.used_pages();
             let specs = self.backend.tier_specs();
-            if self.policy == "static" {
-                out.push("nothing can move: policy \"static\" never migrates, so every page stays where initial_placement put it".to_string());
+            if self.never_migrates {
+                out.push(format!("nothing can move: policy \"{}\" never migrates, so every page stays where initial_placement put it", self.policy));
             } else if cfg.engine.migration_limit_gbps == Some(0.0) {
                 out.push(
                     "nothing can move: engine.migration_limit_gbps = 0 allows no migration"

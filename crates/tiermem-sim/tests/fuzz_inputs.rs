@@ -66,17 +66,20 @@ fn shipped_configs() -> Vec<(String, String)> {
         };
         let head = &text[..cut];
         let tail = text[cut..].find("\n[").map_or("", |i| &text[cut + i..]);
-        for (policy, section) in tiermem_policies::config::DEFAULTS_TOML {
-            let colloid = if policy == "static" {
-                ""
-            } else {
+        for entry in tiermem_policies::REGISTRY {
+            let defaults = tiermem_policies::PolicyConfig::default_for(entry.name).unwrap();
+            let layerable = tiermem_policies::build_heat_model(&defaults, Default::default());
+            let colloid = if layerable.is_ok() {
                 "[colloid]\ndelta = 0.05\nepsilon = 0.01\newma_alpha = 0.3\n"
+            } else {
+                ""
             };
             all.push((
-                format!("{name} + {policy}"),
+                format!("{name} + {}", entry.name),
                 format!(
                     "{head}{}\n{colloid}{tail}",
-                    section
+                    entry
+                        .defaults_toml
                         .lines()
                         .map(|l| l.strip_prefix("# ").unwrap_or(l))
                         .collect::<Vec<_>>()

@@ -59,7 +59,7 @@ use super::trace::TraceReplay;
 use super::Workload;
 use crate::config::Size;
 use serde::{Deserialize, Serialize};
-use tiermem_core::config::{check_range, invalid, join, Validate};
+use tiermem_core::config::{check_range, decode_table, invalid, join, Validate};
 use tiermem_core::Result;
 
 /// Deserialized by hand (see [`WorkloadConfig::from_value`]) so that errors inside a
@@ -240,21 +240,6 @@ impl<'de> Deserialize<'de> for WorkloadConfig {
     }
 }
 
-pub(crate) fn decode<T: serde::de::DeserializeOwned>(
-    t: toml::Table,
-) -> std::result::Result<T, String> {
-    serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let msg = inner.message().trim().to_string();
-        if path == "." || path.is_empty() {
-            msg
-        } else {
-            format!("`{path}`: {msg}")
-        }
-    })
-}
-
 impl WorkloadConfig {
     /// Decode a `[workload]` table; errors name the failing field relative to it.
     pub fn from_value(v: toml::Value) -> std::result::Result<WorkloadConfig, String> {
@@ -279,11 +264,11 @@ impl WorkloadConfig {
             None => return Err(format!("missing field `kind`; {KINDS}")),
         };
         Ok(match kind.as_str() {
-            "gups" => WorkloadConfig::Gups(decode(t)?),
-            "kv" => WorkloadConfig::Kv(decode(t)?),
-            "stream" => WorkloadConfig::Stream(decode(t)?),
-            "random" => WorkloadConfig::Random(decode(t)?),
-            "trace" => WorkloadConfig::Trace(decode(t)?),
+            "gups" => WorkloadConfig::Gups(decode_table(t)?),
+            "kv" => WorkloadConfig::Kv(decode_table(t)?),
+            "stream" => WorkloadConfig::Stream(decode_table(t)?),
+            "random" => WorkloadConfig::Random(decode_table(t)?),
+            "trace" => WorkloadConfig::Trace(decode_table(t)?),
             other => return Err(format!("`kind`: unknown workload kind `{other}`; {KINDS}")),
         })
     }
