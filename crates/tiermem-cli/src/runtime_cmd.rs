@@ -95,7 +95,7 @@ fn set_policy(cfg: &mut RuntimeConfig, flag: &str) -> Result<()> {
     };
     let known = || {
         let mut n: Vec<&str> = vec!["budget"];
-        n.extend(tiermem_policies::PolicyConfig::NAMES);
+        n.extend(tiermem_policies::PolicyConfig::names());
         n.join(", ")
     };
     if base == "budget" {

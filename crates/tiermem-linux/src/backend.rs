@@ -260,7 +260,8 @@ impl RuntimeBackend {
             ..Default::default()
         });
         self.last_tier.resize(st.tiers.len(), (0, 0));
-        let mut latency = vec![dram_ns];
+        st.latency_ns.resize(st.tiers.len() + 1, 0.0);
+        st.latency_ns[0] = dram_ns;
         for (t, last) in st.tiers.iter().zip(&mut self.last_tier) {
             let faults = t.faults.saturating_sub(last.0) as f64;
             let service_s = t.service_ns.saturating_sub(last.1) as f64 / 1e9;
@@ -275,10 +276,14 @@ impl RuntimeBackend {
                 faults_per_s: rate,
                 ..Default::default()
             };
-            latency.push(tel.latency_ns().unwrap_or(0.0));
+            if let Some(l) = tel.latency_ns() {
+                // What `tiermem stat` shows: smoothed over the quanta that had faults (a
+                // quantum of HeMem's is 10 ms: most see none).
+                let shown = &mut st.latency_ns[self.telemetry.len()];
+                *shown = if *shown > 0.0 { *shown + 0.2 * (l - *shown) } else { l };
+            }
             self.telemetry.push(tel);
         }
-        st.latency_ns = latency;
     }
 
     fn apply_moves(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {

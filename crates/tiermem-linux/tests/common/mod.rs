@@ -36,6 +36,10 @@ pub fn built() -> &'static (PathBuf, PathBuf) {
             "tiermem-preload",
             "-p",
             "tiermem-cli",
+            // The example policy of docs/adding-a-policy.md (tests/policies.rs runs it), as
+            // tiermem-cli's tests build it: the same features, so no rebuild between them.
+            "--features",
+            "tiermem-policies/toy-policy",
         ]);
         if dir.file_name().and_then(|s| s.to_str()) == Some("release") {
             cmd.arg("--release");
