@@ -192,8 +192,7 @@ impl Backend for RuntimeBackend {
         {
             let mut st = self.rt.lock();
             st.quanta += 1;
-            self.placement.clear();
-            self.placement.extend_from_slice(&st.placement);
+            st.take_placement_changes(&mut self.placement);
             self.events.clear();
             std::mem::swap(&mut self.events, &mut st.events);
             if self.pebs_emulated {

@@ -59,7 +59,6 @@ impl State {
     pub(super) fn grow_table(&mut self, to: u32) {
         if (to as usize) > self.pages.len() {
             self.pages.resize(to as usize, Page::default());
-            self.placement.resize(to as usize, NO_TIER);
         }
     }
 }
@@ -364,7 +363,9 @@ impl Runtime {
         for k in 0..keep_n {
             let src = st.pages[s + k];
             st.pages[s + k] = Page::default();
-            st.placement[s + k] = NO_TIER;
+            if src.state.placement() != NO_TIER {
+                st.log_placement(s + k);
+            }
             st.mapped -= 1;
             if src.state.in_dram() {
                 st.resident -= 1;

@@ -51,7 +51,7 @@ use crate::uffd::Uffd;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
-use tiermem_core::{HeatEvent, TierId};
+use tiermem_core::HeatEvent;
 
 /// Eviction batch: pages moved to the eviction staging area before one DONTNEED frees them.
 pub const EVICT_BATCH: usize = 32;
@@ -79,7 +79,11 @@ pub struct CTier {
 
 pub struct State {
     pub pages: Vec<Page>,
-    pub placement: Vec<TierId>,
+    /// Pages whose tier changed since the manager last looked (`take_placement_changes`):
+    /// its placement mirror is updated from these, never copied whole under the lock.
+    placement_log: Vec<u32>,
+    /// The log outgrew `placement_log_cap`: the next look rebuilds the whole mirror.
+    placement_log_full: bool,
     /// Free page ranges of the arena below `hwm` (start -> len).
     free: BTreeMap<u32, u32>,
     pub hwm: u32,
@@ -241,7 +245,8 @@ impl Runtime {
             .collect();
         let st = State {
             pages: Vec::new(),
-            placement: Vec::new(),
+            placement_log: Vec::new(),
+            placement_log_full: false,
             free: BTreeMap::new(),
             hwm: 0,
             blocks: HashMap::new(),

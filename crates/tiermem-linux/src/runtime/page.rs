@@ -132,7 +132,41 @@ impl State {
             p.flags & !F_SHARED
         };
         self.pages[i] = Page::new(new, flags);
-        self.placement[i] = new.placement();
+        if old.placement() != new.placement() {
+            self.log_placement(i);
+        }
+    }
+
+    /// Note that page `i` changed tier (see `placement_log`).
+    pub(super) fn log_placement(&mut self, i: usize) {
+        if self.placement_log_full {
+            return;
+        }
+        // Past an eighth of the table a rebuild costs less than the log.
+        if self.placement_log.len() >= (self.pages.len() / 8).max(4096) {
+            self.placement_log.clear();
+            self.placement_log_full = true;
+            return;
+        }
+        self.placement_log.push(i as u32);
+    }
+
+    /// Bring a placement mirror (one tier per page, as policies see it) up to date with the
+    /// changes since the last call: O(changes), not O(pages), under the state lock.
+    pub fn take_placement_changes(&mut self, mirror: &mut Vec<TierId>) {
+        if mirror.len() < self.pages.len() {
+            mirror.resize(self.pages.len(), NO_TIER);
+        }
+        if std::mem::take(&mut self.placement_log_full) {
+            for (m, p) in mirror.iter_mut().zip(&self.pages) {
+                *m = p.state.placement();
+            }
+        } else {
+            for &i in &self.placement_log {
+                mirror[i as usize] = self.pages[i as usize].state.placement();
+            }
+        }
+        self.placement_log.clear();
     }
 }
 
