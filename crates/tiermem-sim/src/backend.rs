@@ -149,7 +149,12 @@ pub struct SimBackend {
     due_of: HashMap<PageIdx, u64>,
     /// Fault service time (ns of app-core time) not yet charged to an epoch.
     fault_carry_ns: f64,
-    quantum_faults: Vec<u64>,
+    /// Compressed pages that faulted when tier 0 was full: they stay, and every access to
+    /// them faults (a per-operation cost in the machine, `stuck_mass` per tier). Ordered,
+    /// for determinism.
+    stuck: std::collections::BTreeSet<PageIdx>,
+    stuck_mass: Vec<f64>,
+    quantum_faults: Vec<f64>,
     interval_faults: Vec<f64>,
     fault_events: Vec<HeatEvent>,
 }
@@ -231,25 +236,48 @@ impl SimBackend {
             },
         };
         let pages = workload.page_count() as u64;
-        // Pages start uncompressed: the memory tiers hold the initial placement.
+        // The memory tiers hold the initial placement; pages beyond them start compressed
+        // (reclaimed into the pools, in tier order, as packing allows).
         let memory_cap: Vec<u64> = capacity_pages
             .iter()
             .zip(&pools)
             .map(|(&c, p)| if p.is_some() { 0 } else { c })
             .collect();
         let total_cap: u64 = memory_cap.iter().sum();
-        if pages > total_cap {
+        if pages > total_cap && pools.iter().all(Option::is_none) {
             return Err(tiermem_core::Error::config(format!(
                 "the workload needs {pages} pages but the tiers hold only {total_cap}; raise machine.tiers[].capacity or shrink the workload"
             )));
         }
         let mut rng = SmallRng::seed_from_u64(cfg.seed ^ 0x5eed_7157);
-        let placement = initial_placement(
+        let mut placement = initial_placement(
             &cfg.initial_placement,
-            pages as usize,
+            pages.min(total_cap) as usize,
             &memory_cap,
             &mut rng,
         );
+        if pages > total_cap {
+            let c = cfg
+                .page_compressibility
+                .as_ref()
+                .map(|c| Compressibility::of(c, cfg.seed));
+            for p in total_cap..pages {
+                let f = c.map_or(1.0, |c| c.lz4_fraction(p as u32));
+                let tier = pools.iter_mut().position(|pool| {
+                    pool.as_mut().is_some_and(|pool| {
+                        let b = pool.compressed_bytes(f);
+                        pool.accepts(b) && pool.try_add(&[b])
+                    })
+                });
+                let Some(tier) = tier else {
+                    return Err(tiermem_core::Error::config(format!(
+                        "the workload needs {pages} pages: the memory tiers hold {total_cap} and the compressed tiers' pools only {} more after packing; raise machine.tiers[].capacity or shrink the workload",
+                        p - total_cap
+                    )));
+                };
+                placement.push(TierId(tier as u8));
+            }
+        }
         let mut used_pages = vec![0u64; n];
         for t in &placement {
             used_pages[t.index()] += 1;
@@ -305,16 +333,17 @@ impl SimBackend {
             controls: Controls::default(),
             any_compressed: pools.iter().any(Option::is_some),
             pools,
-            compressibility: cfg.page_compressibility.as_ref().map(|c| Compressibility {
-                min: c.min,
-                max: c.max,
-                seed: cfg.seed ^ 0xc0de_c0de,
-            }),
+            compressibility: cfg
+                .page_compressibility
+                .as_ref()
+                .map(|c| Compressibility::of(c, cfg.seed)),
             fault_ns: m.compressed_fault_ns,
             due: BinaryHeap::new(),
             due_of: HashMap::new(),
             fault_carry_ns: 0.0,
-            quantum_faults: vec![0; n],
+            stuck: Default::default(),
+            stuck_mass: vec![0.0; n],
+            quantum_faults: vec![0.0; n],
             interval_faults: vec![0.0; n],
             fault_events: Vec::new(),
         };
@@ -328,6 +357,13 @@ impl SimBackend {
         }];
         b.tenant_used = vec![b.used_pages.clone()];
         b.recompute_mass();
+        if b.any_compressed {
+            for p in 0..b.placement.len() {
+                if b.pools[b.placement[p].index()].is_some() {
+                    b.schedule_fault(p);
+                }
+            }
+        }
         Ok(b)
     }
 
@@ -409,6 +445,8 @@ impl SimBackend {
         self.pools = pools;
         self.due.clear();
         self.due_of.clear();
+        self.stuck.clear();
+        self.stuck_mass.iter_mut().for_each(|m| *m = 0.0);
         for p in 0..self.placement.len() {
             if self.pools[self.placement[p].index()].is_some() {
                 self.schedule_fault(p);
@@ -523,16 +561,18 @@ impl SimBackend {
             return 0.0;
         };
         let cost = self.fault_ns + pool.codec.decompress_ns;
-        self.quantum_faults[from.index()] += 1;
+        self.quantum_faults[from.index()] += 1.0;
         self.interval_faults[from.index()] += 1.0;
         self.fault_events.push(HeatEvent::TierFault { page: p as PageIdx });
         let tenant = tiermem_core::tenant::tenant_of(&self.tenants, p as PageIdx)
             .map_or(0, |t| t.index());
+        let w = self.workload.probabilities().map(|pr| pr[p]);
         if self.used_pages[0] < self.capacity_pages[0] {
-            let w = self.workload.probabilities().map(|pr| pr[p]);
             self.relocate(p, TierId::DEFAULT, tenant, w);
-        } else {
-            self.schedule_fault(p);
+        } else if let Some(w) = w {
+            if self.stuck.insert(p as PageIdx) {
+                self.stuck_mass[from.index()] += w;
+            }
         }
         cost
     }
@@ -559,11 +599,29 @@ impl SimBackend {
                 let pool = self.pools[from.index()].as_mut().expect("a pool");
                 pool.remove(pool.compressed_bytes(f));
                 self.due_of.remove(&(p as PageIdx));
+                if self.stuck.remove(&(p as PageIdx)) {
+                    self.stuck_mass[from.index()] -= w.unwrap_or(0.0);
+                }
             }
             if self.pools[to.index()].is_some() {
                 self.schedule_fault(p);
             }
         }
+    }
+
+    /// Per-operation fault time of the stuck compressed pages (0 without any).
+    fn stuck_fault_ns_per_op(&self) -> f64 {
+        if self.stuck.is_empty() {
+            return 0.0;
+        }
+        self.pools
+            .iter()
+            .zip(&self.stuck_mass)
+            .filter_map(|(pool, m)| {
+                pool.as_ref()
+                    .map(|p| m.max(0.0) * (self.fault_ns + p.codec.decompress_ns))
+            })
+            .sum()
     }
 
     /// Codec time on the migration thread for moving `range` to `to`: each page entering
@@ -633,6 +691,7 @@ impl SimBackend {
             migration_read_bytes_per_s: &zero,
             migration_write_bytes_per_s: &zero,
             app_stall: 0.0,
+            fault_ns_per_op: self.stuck_fault_ns_per_op(),
         })
     }
 
@@ -651,6 +710,13 @@ impl SimBackend {
                 for p in pages {
                     self.schedule_fault(p as usize);
                 }
+                let mut stuck_mass = vec![0.0; self.stuck_mass.len()];
+                if let Some(pr) = self.workload.probabilities() {
+                    for &p in &self.stuck {
+                        stuck_mass[self.placement[p as usize].index()] += pr[p as usize];
+                    }
+                }
+                self.stuck_mass = stuck_mass;
             }
         }
         // Compressed pages whose next access falls in this epoch fault now; their service
@@ -659,6 +725,15 @@ impl SimBackend {
         if self.any_compressed {
             let end = self.now_ns + step_ns;
             let mut fault_ns = std::mem::take(&mut self.fault_carry_ns);
+            // Stuck pages come back (one fault each) as tier 0 has room again.
+            while self.used_pages[0] < self.capacity_pages[0] {
+                let Some(p) = self.stuck.pop_first() else {
+                    break;
+                };
+                let from = self.placement[p as usize].index();
+                self.stuck_mass[from] -= self.workload.probabilities().map_or(0.0, |pr| pr[p as usize]);
+                fault_ns += self.fault(p as usize);
+            }
             while let Some(&Reverse((t, p))) = self.due.peek() {
                 if t >= end {
                     break;
@@ -685,6 +760,7 @@ impl SimBackend {
             migration_read_bytes_per_s: mig_read,
             migration_write_bytes_per_s: mig_write,
             app_stall: stall,
+            fault_ns_per_op: self.stuck_fault_ns_per_op(),
         });
         drop(mass);
         let step_s = step_ns as f64 / 1e9;
@@ -715,6 +791,13 @@ impl SimBackend {
         }
         self.now_ns += step_ns;
         self.quantum.add(&eq, step_s);
+        if !self.stuck.is_empty() {
+            for i in 0..self.stuck_mass.len() {
+                let f = eq.app_ops_per_s * self.stuck_mass[i].max(0.0) * step_s;
+                self.quantum_faults[i] += f;
+                self.interval_faults[i] += f;
+            }
+        }
         self.interval.add(&eq, step_s);
         let probs = self.workload.probabilities();
         let mut ctx = EpochContext {
@@ -907,10 +990,10 @@ impl Backend for SimBackend {
                 arrival_rate_per_s: rate,
                 read_bytes_per_s: q.rb[i] / q.dt_s,
                 write_bytes_per_s: q.wb[i] / q.dt_s,
-                faults_per_s: self.quantum_faults[i] as f64 / q.dt_s,
+                faults_per_s: self.quantum_faults[i] / q.dt_s,
             };
         }
-        self.quantum_faults.iter_mut().for_each(|f| *f = 0);
+        self.quantum_faults.iter_mut().for_each(|f| *f = 0.0);
         self.quantum = q;
         self.tracker.drain(&mut self.events);
         self.events.append(&mut self.fault_events);

@@ -236,6 +236,15 @@ pub struct Compressibility {
 }
 
 impl Compressibility {
+    /// The run's per-page compressibility (`seed`: the config's).
+    pub fn of(c: &CompressibilityConfig, seed: u64) -> Compressibility {
+        Compressibility {
+            min: c.min,
+            max: c.max,
+            seed: seed ^ 0xc0de_c0de,
+        }
+    }
+
     /// The fraction of a page lz4 compresses `page` to.
     pub fn lz4_fraction(&self, page: u32) -> f64 {
         // splitmix64 of (seed, page): independent uniform draws without a table.

@@ -76,6 +76,10 @@ pub struct Demand<'a> {
     pub migration_write_bytes_per_s: &'a [f64],
     /// Fraction of time application cores are stalled (TLB shootdowns), in [0, 1).
     pub app_stall: f64,
+    /// Synchronous time per operation spent in faults (accesses to pages held in a
+    /// compressed tier that stay there): a fault blocks its core, so it is not divided by
+    /// the memory-level parallelism.
+    pub fault_ns_per_op: f64,
 }
 
 /// The solved state of one epoch.
@@ -127,7 +131,9 @@ impl Machine {
     pub fn app_ops_per_s(&self, avg_latency_ns: f64, d: &Demand<'_>) -> f64 {
         let c = &self.cores;
         let outstanding = c.mlp_lines.min(c.ops_in_flight * d.lines_per_op);
-        let ns_per_op = d.lines_per_op * avg_latency_ns / outstanding + c.compute_ns_per_op;
+        let ns_per_op = d.lines_per_op * avg_latency_ns / outstanding
+            + c.compute_ns_per_op
+            + d.fault_ns_per_op;
         c.cores / ns_per_op * 1e9 * (1.0 - d.app_stall)
     }
 
@@ -227,6 +233,7 @@ mod tests {
             migration_read_bytes_per_s: zero,
             migration_write_bytes_per_s: zero,
             app_stall: 0.0,
+            fault_ns_per_op: 0.0,
         }
     }
 

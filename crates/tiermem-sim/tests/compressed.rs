@@ -156,3 +156,26 @@ fn compressed_config_errors_name_the_field() {
         assert!(e.contains(&format!("`{path}`")), "{path}: {e}");
     }
 }
+
+#[test]
+fn with_tier0_full_a_compressed_page_faults_on_every_access() {
+    // 63 pages of DRAM for 64 uniformly accessed pages: the last starts compressed, faults
+    // at its first access, finds no room and stays; from then on each of its accesses
+    // (1/64 of all) is a fault, a synchronous per-operation cost on the one core.
+    let text = config("", 64, 0.25, 0.25, 0.0).replacen(
+        "capacity = \"256KiB\"",
+        "capacity = \"252KiB\"",
+        1,
+    );
+    let mut b = backend(&text);
+    assert_eq!(b.used_pages(), &[63, 1]);
+    b.advance(10_000_000).unwrap();
+    b.advance(10_000_000).unwrap();
+    assert_eq!(b.used_pages(), &[63, 1]);
+    let cost = 2000.0 + codec("lz4", "").unwrap().decompress_ns;
+    let ns_per_op = 70.0 / 5.0 + cost / 64.0;
+    let ops = b.equilibrium().app_ops_per_s;
+    assert!((ops - 1e9 / ns_per_op).abs() / ops < 1e-9, "{ops}");
+    let faults = b.observe().tiers[1].faults_per_s;
+    assert!((faults - ops / 64.0).abs() / faults < 1e-9, "{faults}");
+}
