@@ -22,7 +22,9 @@ fn main() {
     }
     let pages: Vec<&[u8]> = data.chunks_exact(4096).take(16384).collect();
     println!("{} pages of 4 KiB from {}", pages.len(), files.join(" "));
-    println!("| codec | compress ns/page | decompress ns/page | mean compressed bytes | size vs lz4 |");
+    println!(
+        "| codec | compress ns/page | decompress ns/page | mean compressed bytes | size vs lz4 |"
+    );
     println!("|---|---|---|---|---|");
     let mut lz4_mean = 0.0;
     for name in ["lz4", "lzo", "zstd:1", "zstd:3", "deflate:1", "deflate:6"] {

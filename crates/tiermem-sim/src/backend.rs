@@ -16,8 +16,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use tiermem_core::{
     Applied, Backend, Capabilities, Controls, HeatEvent, PageIdx, PageRange, Plan, Provision,
-    Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierKind, TierSpec, TierTelemetry,
-    TrackerKind, TrackerSpec,
+    Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierKind, TierSpec,
+    TierTelemetry, TrackerKind, TrackerSpec,
 };
 
 /// One row of the time series (averages over `record_interval_ms`).
@@ -198,10 +198,8 @@ impl SimBackend {
                     unloaded_ns: cost,
                     peak_bytes_per_s: f64::MAX / 4.0,
                     write_cost: 1.0,
-                    curve: Curve::from_spec(&tiermem_core::tier::CurveSpec::Named(
-                        "flat".into(),
-                    ))
-                    .expect("the flat curve"),
+                    curve: Curve::from_spec(&tiermem_core::tier::CurveSpec::Named("flat".into()))
+                        .expect("the flat curve"),
                 });
                 pools.push(Some(Pool::new(
                     codec,
@@ -563,9 +561,10 @@ impl SimBackend {
         let cost = self.fault_ns + pool.codec.decompress_ns;
         self.quantum_faults[from.index()] += 1.0;
         self.interval_faults[from.index()] += 1.0;
-        self.fault_events.push(HeatEvent::TierFault { page: p as PageIdx });
-        let tenant = tiermem_core::tenant::tenant_of(&self.tenants, p as PageIdx)
-            .map_or(0, |t| t.index());
+        self.fault_events
+            .push(HeatEvent::TierFault { page: p as PageIdx });
+        let tenant =
+            tiermem_core::tenant::tenant_of(&self.tenants, p as PageIdx).map_or(0, |t| t.index());
         let w = self.workload.probabilities().map(|pr| pr[p]);
         if self.used_pages[0] < self.capacity_pages[0] {
             self.relocate(p, TierId::DEFAULT, tenant, w);
@@ -731,7 +730,10 @@ impl SimBackend {
                     break;
                 };
                 let from = self.placement[p as usize].index();
-                self.stuck_mass[from] -= self.workload.probabilities().map_or(0.0, |pr| pr[p as usize]);
+                self.stuck_mass[from] -= self
+                    .workload
+                    .probabilities()
+                    .map_or(0.0, |pr| pr[p as usize]);
                 fault_ns += self.fault(p as usize);
             }
             while let Some(&Reverse((t, p))) = self.due.peek() {

@@ -89,15 +89,19 @@ pub fn codec(name: &str, path: &str) -> Result<CodecModel> {
         "deflate" => "deflate:1",
         n => n,
     };
-    CODECS.iter().find(|c| c.name == full).copied().ok_or_else(|| {
-        invalid(
-            path,
-            format!(
+    CODECS
+        .iter()
+        .find(|c| c.name == full)
+        .copied()
+        .ok_or_else(|| {
+            invalid(
+                path,
+                format!(
                 "`{name}`: the simulator has calibrated {} (docs/simulator.md); use one of them",
                 CODECS.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
             ),
-        )
-    })
+            )
+        })
 }
 
 /// A pool allocator (Linux zswap's zpool backends).
@@ -116,7 +120,9 @@ impl Allocator {
             "zsmalloc" => Ok(Allocator::Zsmalloc),
             other => Err(invalid(
                 path,
-                format!("`{other}` is not a pool allocator; use \"zsmalloc\", \"zbud\" or \"z3fold\""),
+                format!(
+                    "`{other}` is not a pool allocator; use \"zsmalloc\", \"zbud\" or \"z3fold\""
+                ),
             )),
         }
     }
@@ -325,6 +331,9 @@ mod tests {
         let e = codec("brotli", "machine.tiers[1].codec")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("machine.tiers[1].codec") && e.contains("lz4"), "{e}");
+        assert!(
+            e.contains("machine.tiers[1].codec") && e.contains("lz4"),
+            "{e}"
+        );
     }
 }

@@ -131,9 +131,8 @@ impl Machine {
     pub fn app_ops_per_s(&self, avg_latency_ns: f64, d: &Demand<'_>) -> f64 {
         let c = &self.cores;
         let outstanding = c.mlp_lines.min(c.ops_in_flight * d.lines_per_op);
-        let ns_per_op = d.lines_per_op * avg_latency_ns / outstanding
-            + c.compute_ns_per_op
-            + d.fault_ns_per_op;
+        let ns_per_op =
+            d.lines_per_op * avg_latency_ns / outstanding + c.compute_ns_per_op + d.fault_ns_per_op;
         c.cores / ns_per_op * 1e9 * (1.0 - d.app_stall)
     }
 

@@ -177,7 +177,8 @@ impl RunOutcome {
                 if is_compressed(t) {
                     // Steady-state faults/s and the pool's physical bytes at the end.
                     let recs = &self.backend.records;
-                    let from = recs.last().map_or(0.0, |r| r.t_s) * (1.0 - cfg.steady_state_fraction);
+                    let from =
+                        recs.last().map_or(0.0, |r| r.t_s) * (1.0 - cfg.steady_state_fraction);
                     let w: Vec<f64> = recs
                         .iter()
                         .filter(|r| r.t_s > from + 1e-12)

@@ -85,7 +85,11 @@ fn a_hot_compressed_page_costs_one_fault_plus_decompression_then_lives_in_dram()
     // Its first access faulted it back: one fault, the page in DRAM, the pool empty.
     assert_eq!(b.placement()[hot as usize], DRAM);
     let snap = b.observe();
-    assert!((snap.tiers[1].faults_per_s - 100.0).abs() < 1e-9, "{}", snap.tiers[1].faults_per_s);
+    assert!(
+        (snap.tiers[1].faults_per_s - 100.0).abs() < 1e-9,
+        "{}",
+        snap.tiers[1].faults_per_s
+    );
     assert_eq!(snap.tiers[1].used_bytes, 0);
     assert!(snap
         .events
@@ -127,7 +131,6 @@ fn compression_runs_on_the_migration_thread() {
     let per = codec("zstd:3", "").unwrap().compress_ns + 4096.0 / 1000e9 * 1e9;
     let n = move_pages(&mut b, 0..64, ZTIER);
     assert_eq!(n, (2.5e6 / per).floor() as u64);
-
 }
 
 fn error_for(text: &str) -> String {
@@ -141,15 +144,43 @@ fn error_for(text: &str) -> String {
 fn compressed_config_errors_name_the_field() {
     let good = config("", 10, 0.3, 0.6, 0.5);
     for (find, replace, path) in [
-        ("kind = \"compressed\"", "kind = \"compressed\"\ncodec = \"brotli\"", "machine.tiers[1].codec"),
-        ("kind = \"compressed\"", "kind = \"compressed\"\nallocator = \"slab\"", "machine.tiers[1].allocator"),
-        ("kind = \"compressed\"", "kind = \"compressed\"\ncurve = \"flat\"", "machine.tiers[1].curve"),
-        ("kind = \"compressed\"", "kind = \"compressed\"\nunloaded_latency_ns = 3", "machine.tiers[1].unloaded_latency_ns"),
-        ("page_size = \"4KiB\"", "page_size = \"2MiB\"", "machine.page_size"),
-        ("[page_compressibility]\nmin = 0.3\nmax = 0.6", "", "page_compressibility"),
+        (
+            "kind = \"compressed\"",
+            "kind = \"compressed\"\ncodec = \"brotli\"",
+            "machine.tiers[1].codec",
+        ),
+        (
+            "kind = \"compressed\"",
+            "kind = \"compressed\"\nallocator = \"slab\"",
+            "machine.tiers[1].allocator",
+        ),
+        (
+            "kind = \"compressed\"",
+            "kind = \"compressed\"\ncurve = \"flat\"",
+            "machine.tiers[1].curve",
+        ),
+        (
+            "kind = \"compressed\"",
+            "kind = \"compressed\"\nunloaded_latency_ns = 3",
+            "machine.tiers[1].unloaded_latency_ns",
+        ),
+        (
+            "page_size = \"4KiB\"",
+            "page_size = \"2MiB\"",
+            "machine.page_size",
+        ),
+        (
+            "[page_compressibility]\nmin = 0.3\nmax = 0.6",
+            "",
+            "page_compressibility",
+        ),
         ("max = 0.6", "max = 0.1", "page_compressibility.max"),
         ("min = 0.3", "min = 0", "page_compressibility.min"),
-        ("[policy]", "initial_placement = \"tier:1\"\n[policy]", "initial_placement"),
+        (
+            "[policy]",
+            "initial_placement = \"tier:1\"\n[policy]",
+            "initial_placement",
+        ),
     ] {
         assert!(good.contains(find), "{find}");
         let e = error_for(&good.replacen(find, replace, 1));
