@@ -14,7 +14,8 @@ echo "$table"
     echo "# Simulator placement benchmark"
     echo
     echo "Written by \`bench/sim/run.sh\` (\`make bench\`): \`cargo bench -p tiermem-sim --bench placement\`"
-    echo "on $(nproc) CPU(s), $(date -u +%Y-%m-%d). See the bench's doc comment for what is measured."
+    echo "on $(nproc) CPU(s), $(date -u +%Y-%m-%d), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end."
+    echo "See the bench's doc comment for what is measured."
     echo
     echo "$table"
 } >bench/sim/results.md
