@@ -110,11 +110,20 @@ fn err(r: tiermem_core::Result<Vec<TierConfig>>) -> String {
 fn kind_field_and_backend_mismatches_name_the_path_and_the_fix() {
     let dram_sim = format!("{TIERS}curve = \"colloid-local\"\n");
     let cases: Vec<(String, &str, &str)> = vec![
-        // A compressed tier in the simulator.
+        // A compressed tier in the simulator: its pool's size is required, its physics
+        // come from its codec.
         (
             sim_with_tiers(&[&dram_sim, COMPRESSED]),
-            "machine.tiers[1].kind",
-            "runtime",
+            "machine.tiers[1].capacity",
+            "pool",
+        ),
+        (
+            sim_with_tiers(&[
+                &dram_sim,
+                &format!("{COMPRESSED}capacity = \"1GiB\"\ncurve = \"flat\"\n"),
+            ]),
+            "machine.tiers[1].curve",
+            "decompression",
         ),
         // A codec on a dram tier.
         (

@@ -120,7 +120,8 @@ impl<'de> Deserialize<'de> for CurveSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TierBackend {
     /// The simulator: `dram` and `node` tiers with their physics (capacity, latency,
-    /// bandwidth and loaded-latency curve all required).
+    /// bandwidth and loaded-latency curve all required); `compressed` tiers with a
+    /// `capacity` (the pool's physical bytes) and no physics fields (the codec gives them).
     Sim,
     /// The Linux runtime: tier 0 is `dram` (its `capacity` is the DRAM budget), then
     /// `compressed` tiers (unlimited: no `capacity`). No simulator physics.
@@ -293,13 +294,28 @@ impl TierConfig {
             }
         }
         match backend {
-            TierBackend::Sim => {
-                if matches!(kind, TierKind::Compressed { .. }) {
+            TierBackend::Sim if matches!(kind, TierKind::Compressed { .. }) => {
+                for (field, set) in [
+                    ("unloaded_latency_ns", self.unloaded_latency_ns.is_some()),
+                    ("peak_bandwidth_gbps", self.peak_bandwidth_gbps.is_some()),
+                    ("curve", self.curve.is_some()),
+                    ("write_cost", self.write_cost.is_some()),
+                ] {
+                    if set {
+                        return Err(invalid(
+                            &f(field),
+                            "does not apply to a compressed tier in the simulator: an access to a compressed page costs a fault plus the codec's decompression time (docs/simulator.md); remove it",
+                        ));
+                    }
+                }
+                if self.capacity.is_none() {
                     return Err(invalid(
-                        &f("kind"),
-                        "the simulator models \"dram\" and \"node\" tiers; compressed tiers run on the Linux runtime ([[runtime.tiers]] of `tiermem run`)",
+                        &f("capacity"),
+                        "missing; the simulator needs the pool's physical size: add e.g. `capacity = \"16GiB\"`",
                     ));
                 }
+            }
+            TierBackend::Sim => {
                 let need = |field: &str, set: bool, eg: &str| {
                     if set {
                         Ok(())

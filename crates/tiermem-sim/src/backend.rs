@@ -2,6 +2,7 @@
 //! tracker, and page placement. Each `advance` is split into epochs (≤ `epoch_ms`), each
 //! solved with one fixed point and filled with sampled accesses.
 
+use crate::compressed::{Allocator, Compressibility, Pool};
 use crate::config::{AntagonistConfig, SimConfig};
 use crate::latency::Curve;
 use crate::machine::{CoreModel, Demand, Equilibrium, Machine, TierModel};
@@ -10,10 +11,13 @@ use crate::workload::{OpShape, Workload};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
+use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use tiermem_core::{
     Applied, Backend, Capabilities, Controls, HeatEvent, PageIdx, PageRange, Plan, Provision,
-    Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierSpec, TierTelemetry,
-    TrackerKind, TrackerSpec,
+    Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierKind, TierSpec,
+    TierTelemetry, TrackerKind, TrackerSpec,
 };
 
 /// One row of the time series (averages over `record_interval_ms`).
@@ -31,6 +35,8 @@ pub struct Record {
     pub migrated_bytes_per_s: f64,
     pub pages_tried: f64,
     pub pages_applied: f64,
+    /// Faults per second on each tier (compressed tiers; 0 elsewhere).
+    pub faults_per_s: Vec<f64>,
 }
 
 #[derive(Default)]
@@ -130,6 +136,27 @@ pub struct SimBackend {
     tenant_used: Vec<Vec<u64>>,
     /// The controls in force (the last plan's).
     controls: Controls,
+    /// Per tier: the pool of a compressed tier, `None` for a memory tier.
+    pools: Vec<Option<Pool>>,
+    any_compressed: bool,
+    compressibility: Option<Compressibility>,
+    /// Fixed cost of a compressed-tier fault, before decompression.
+    fault_ns: f64,
+    /// Stationary workloads: each compressed page's next access (its fault), drawn
+    /// exactly as `Exp(T_ops · p_page)` when it enters the pool. `due_of` marks the live
+    /// entry of each page (a page that left the pool leaves a stale heap entry).
+    due: BinaryHeap<Reverse<(u64, PageIdx)>>,
+    due_of: HashMap<PageIdx, u64>,
+    /// Fault service time (ns of app-core time) not yet charged to an epoch.
+    fault_carry_ns: f64,
+    /// Compressed pages that faulted when tier 0 was full: they stay, and every access to
+    /// them faults (a per-operation cost in the machine, `stuck_mass` per tier). Ordered,
+    /// for determinism.
+    stuck: std::collections::BTreeSet<PageIdx>,
+    stuck_mass: Vec<f64>,
+    quantum_faults: Vec<f64>,
+    interval_faults: Vec<f64>,
+    fault_events: Vec<HeatEvent>,
 }
 
 impl SimBackend {
@@ -150,12 +177,40 @@ impl SimBackend {
         let mut specs = Vec::new();
         let mut tiers = Vec::new();
         let mut capacity_pages = Vec::new();
+        let mut pools = Vec::new();
         for (i, t) in cfg.machine.tiers.iter().enumerate() {
             let path = format!("machine.tiers[{i}]");
             let cap = (crate::config::tier_capacity(t, &format!("{path}.capacity"))? as f64
                 * cfg.scale) as u64;
             capacity_pages.push(cap / page_bytes);
-            let spec = t.spec(cap);
+            let mut spec = t.spec(cap);
+            if let TierKind::Compressed {
+                codec, allocator, ..
+            } = &spec.kind
+            {
+                let codec = crate::compressed::codec(codec, &format!("{path}.codec"))?;
+                let allocator = Allocator::parse(allocator, &format!("{path}.allocator"))?;
+                // An access is a fault: its service time is the tier's latency, flat (the
+                // decompression runs on the faulting core, not on a shared channel).
+                let cost = cfg.machine.compressed_fault_ns + codec.decompress_ns;
+                spec.unloaded_latency_ns = cost;
+                tiers.push(TierModel {
+                    unloaded_ns: cost,
+                    peak_bytes_per_s: f64::MAX / 4.0,
+                    write_cost: 1.0,
+                    curve: Curve::from_spec(&tiermem_core::tier::CurveSpec::Named("flat".into()))
+                        .expect("the flat curve"),
+                });
+                pools.push(Some(Pool::new(
+                    codec,
+                    allocator,
+                    t.max_compressed_bytes(&path)?,
+                    cap / page_bytes,
+                )));
+                specs.push(spec);
+                continue;
+            }
+            pools.push(None);
             let curve = t.curve.as_ref().ok_or_else(|| {
                 tiermem_core::config::invalid(&format!("{path}.curve"), "missing")
             })?;
@@ -179,19 +234,48 @@ impl SimBackend {
             },
         };
         let pages = workload.page_count() as u64;
-        let total_cap: u64 = capacity_pages.iter().sum();
-        if pages > total_cap {
+        // The memory tiers hold the initial placement; pages beyond them start compressed
+        // (reclaimed into the pools, in tier order, as packing allows).
+        let memory_cap: Vec<u64> = capacity_pages
+            .iter()
+            .zip(&pools)
+            .map(|(&c, p)| if p.is_some() { 0 } else { c })
+            .collect();
+        let total_cap: u64 = memory_cap.iter().sum();
+        if pages > total_cap && pools.iter().all(Option::is_none) {
             return Err(tiermem_core::Error::config(format!(
                 "the workload needs {pages} pages but the tiers hold only {total_cap}; raise machine.tiers[].capacity or shrink the workload"
             )));
         }
         let mut rng = SmallRng::seed_from_u64(cfg.seed ^ 0x5eed_7157);
-        let placement = initial_placement(
+        let mut placement = initial_placement(
             &cfg.initial_placement,
-            pages as usize,
-            &capacity_pages,
+            pages.min(total_cap) as usize,
+            &memory_cap,
             &mut rng,
         );
+        if pages > total_cap {
+            let c = cfg
+                .page_compressibility
+                .as_ref()
+                .map(|c| Compressibility::of(c, cfg.seed));
+            for p in total_cap..pages {
+                let f = c.map_or(1.0, |c| c.lz4_fraction(p as u32));
+                let tier = pools.iter_mut().position(|pool| {
+                    pool.as_mut().is_some_and(|pool| {
+                        let b = pool.compressed_bytes(f);
+                        pool.accepts(b) && pool.try_add(&[b])
+                    })
+                });
+                let Some(tier) = tier else {
+                    return Err(tiermem_core::Error::config(format!(
+                        "the workload needs {pages} pages: the memory tiers hold {total_cap} and the compressed tiers' pools only {} more after packing; raise machine.tiers[].capacity or shrink the workload",
+                        p - total_cap
+                    )));
+                };
+                placement.push(TierId(tier as u8));
+            }
+        }
         let mut used_pages = vec![0u64; n];
         for t in &placement {
             used_pages[t.index()] += 1;
@@ -245,6 +329,21 @@ impl SimBackend {
             tenants: Vec::new(),
             tenant_used: Vec::new(),
             controls: Controls::default(),
+            any_compressed: pools.iter().any(Option::is_some),
+            pools,
+            compressibility: cfg
+                .page_compressibility
+                .as_ref()
+                .map(|c| Compressibility::of(c, cfg.seed)),
+            fault_ns: m.compressed_fault_ns,
+            due: BinaryHeap::new(),
+            due_of: HashMap::new(),
+            fault_carry_ns: 0.0,
+            stuck: Default::default(),
+            stuck_mass: vec![0.0; n],
+            quantum_faults: vec![0.0; n],
+            interval_faults: vec![0.0; n],
+            fault_events: Vec::new(),
         };
         b.tenants = vec![TenantSpec {
             id: TenantId::FIRST,
@@ -256,11 +355,41 @@ impl SimBackend {
         }];
         b.tenant_used = vec![b.used_pages.clone()];
         b.recompute_mass();
+        if b.any_compressed {
+            for p in 0..b.placement.len() {
+                if b.pools[b.placement[p].index()].is_some() {
+                    b.schedule_fault(p);
+                }
+            }
+        }
         Ok(b)
     }
 
     pub fn placement(&self) -> &[TierId] {
         &self.placement
+    }
+
+    /// Applies (with moves) between two recomputes of the per-tier access mass from every
+    /// page. The moves update the mass incrementally; the recompute clears the rounding
+    /// drift. It is O(pages) (~1.4 s at 268 M pages), so above 2^24 pages it runs less
+    /// often, keeping its amortised cost at most 2^16 page visits per apply; the drift of
+    /// 2^12 applies of ~10^3 moves each is still ~1e-12 relative.
+    pub fn mass_recompute_every(&self) -> u32 {
+        256u32.max((self.placement.len() >> 16) as u32)
+    }
+
+    /// Heap bytes of the placement state: the page → tier table (one byte per page: a
+    /// `TierId` is a `u8`) and the per-tier and per-tenant page counts. The quantum loop
+    /// never copies it: `observe` lends it to the policy, `apply` edits it in place.
+    pub fn placement_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.placement.capacity() * size_of::<TierId>()
+            + (self.used_pages.capacity() + self.capacity_pages.capacity()) * size_of::<u64>()
+            + self
+                .tenant_used
+                .iter()
+                .map(|t| t.capacity() * size_of::<u64>() + size_of::<Vec<u64>>())
+                .sum::<usize>()
     }
     pub fn workload(&self) -> &dyn Workload {
         self.workload.as_ref()
@@ -279,8 +408,28 @@ impl SimBackend {
         for t in &placement {
             used[t.index()] += 1;
         }
+        let mut pools = self.pools.clone();
+        for pool in pools.iter_mut().flatten() {
+            *pool = Pool::new(
+                pool.codec,
+                pool.allocator,
+                pool.max_compressed,
+                pool.capacity_frames,
+            );
+        }
+        for (p, t) in placement.iter().enumerate() {
+            if let Some(pool) = pools[t.index()].as_mut() {
+                let b = pool.compressed_bytes(self.lz4_fraction(p));
+                if !pool.accepts(b) || !pool.try_add(&[b]) {
+                    return Err(tiermem_core::Error::new(
+                        tiermem_core::ErrorKind::Internal,
+                        format!("placement puts page {p} in compressed tier {t:?}, which cannot hold it"),
+                    ));
+                }
+            }
+        }
         for (i, u) in used.iter().enumerate() {
-            if *u > self.capacity_pages[i] {
+            if self.pools[i].is_none() && *u > self.capacity_pages[i] {
                 return Err(tiermem_core::Error::new(
                     tiermem_core::ErrorKind::Internal,
                     format!(
@@ -291,6 +440,16 @@ impl SimBackend {
             }
         }
         self.placement = placement;
+        self.pools = pools;
+        self.due.clear();
+        self.due_of.clear();
+        self.stuck.clear();
+        self.stuck_mass.iter_mut().for_each(|m| *m = 0.0);
+        for p in 0..self.placement.len() {
+            if self.pools[self.placement[p].index()].is_some() {
+                self.schedule_fault(p);
+            }
+        }
         self.tenant_used = self
             .tenants
             .iter()
@@ -337,6 +496,152 @@ impl SimBackend {
         self.applies_since_recompute = 0;
     }
 
+    /// The fraction of a page lz4 compresses page `p` to.
+    fn lz4_fraction(&self, p: usize) -> f64 {
+        self.compressibility
+            .map_or(1.0, |c| c.lz4_fraction(p as u32))
+    }
+
+    /// Bytes a tier occupies now: pages, or a compressed tier's pool frames.
+    pub fn used_bytes(&self, i: usize) -> u64 {
+        match &self.pools[i] {
+            Some(pool) => pool.frames() * self.page_bytes,
+            None => self.used_pages[i] * self.page_bytes,
+        }
+    }
+
+    /// The access mass the machine sees: a compressed page's accesses are faults (charged
+    /// as app-core stall when they happen) after which the page is in tier 0, so its mass
+    /// counts there.
+    fn demand_mass(&self) -> Cow<'_, [f64]> {
+        if !self.any_compressed {
+            return Cow::Borrowed(&self.mass);
+        }
+        let mut m = self.mass.clone();
+        for (i, pool) in self.pools.iter().enumerate() {
+            if pool.is_some() {
+                m[0] += m[i];
+                m[i] = 0.0;
+            }
+        }
+        Cow::Owned(m)
+    }
+
+    /// Stationary workloads: draw when page `p` (now in a compressed tier) is next
+    /// accessed, `Exp(T_ops · p_page)` from now. Traces fault on their sampled accesses.
+    fn schedule_fault(&mut self, p: usize) {
+        let Some(probs) = self.workload.probabilities() else {
+            return;
+        };
+        let w = probs[p];
+        if self.last_eq.app_ops_per_s <= 0.0 {
+            // Before the first epoch: the rate the machine would run at now.
+            self.last_eq = self.solve_now();
+        }
+        let rate = self.last_eq.app_ops_per_s * w;
+        if rate <= 0.0 {
+            self.due_of.remove(&(p as PageIdx));
+            return;
+        }
+        let u: f64 = self.rng.gen();
+        let dt_ns = -(1.0 - u).ln() / rate * 1e9;
+        let due = self.now_ns.saturating_add(dt_ns.min(1e18) as u64);
+        self.due_of.insert(p as PageIdx, due);
+        self.due.push(Reverse((due, p as PageIdx)));
+    }
+
+    /// Page `p`, in a compressed tier, is accessed: it faults, is decompressed and moves to
+    /// tier 0 when tier 0 has room (otherwise it is served and stays, and faults again).
+    /// Returns the app-core time the fault took.
+    fn fault(&mut self, p: usize) -> f64 {
+        let from = self.placement[p];
+        let Some(pool) = &self.pools[from.index()] else {
+            return 0.0;
+        };
+        let cost = self.fault_ns + pool.codec.decompress_ns;
+        self.quantum_faults[from.index()] += 1.0;
+        self.interval_faults[from.index()] += 1.0;
+        self.fault_events
+            .push(HeatEvent::TierFault { page: p as PageIdx });
+        let tenant =
+            tiermem_core::tenant::tenant_of(&self.tenants, p as PageIdx).map_or(0, |t| t.index());
+        let w = self.workload.probabilities().map(|pr| pr[p]);
+        if self.used_pages[0] < self.capacity_pages[0] {
+            self.relocate(p, TierId::DEFAULT, tenant, w);
+        } else if let Some(w) = w {
+            if self.stuck.insert(p as PageIdx) {
+                self.stuck_mass[from.index()] += w;
+            }
+        }
+        cost
+    }
+
+    /// Move page `p` to `to`, keeping every count in step: tiers, the tenant's, pools
+    /// (the caller has added the page's object to `to`'s pool), the access mass, pending
+    /// faults and the migration traffic of the next quantum.
+    fn relocate(&mut self, p: usize, to: TierId, tenant: usize, w: Option<f64>) {
+        let from = self.placement[p];
+        self.placement[p] = to;
+        self.used_pages[from.index()] -= 1;
+        self.used_pages[to.index()] += 1;
+        self.tenant_used[tenant][from.index()] -= 1;
+        self.tenant_used[tenant][to.index()] += 1;
+        if let Some(w) = w {
+            self.mass[from.index()] -= w;
+            self.mass[to.index()] += w;
+        }
+        self.pending_mig_read[from.index()] += self.page_bytes as f64;
+        self.pending_mig_write[to.index()] += self.page_bytes as f64;
+        if self.any_compressed {
+            if self.pools[from.index()].is_some() {
+                let f = self.lz4_fraction(p);
+                let pool = self.pools[from.index()].as_mut().expect("a pool");
+                pool.remove(pool.compressed_bytes(f));
+                self.due_of.remove(&(p as PageIdx));
+                if self.stuck.remove(&(p as PageIdx)) {
+                    self.stuck_mass[from.index()] -= w.unwrap_or(0.0);
+                }
+            }
+            if self.pools[to.index()].is_some() {
+                self.schedule_fault(p);
+            }
+        }
+    }
+
+    /// Per-operation fault time of the stuck compressed pages (0 without any).
+    fn stuck_fault_ns_per_op(&self) -> f64 {
+        if self.stuck.is_empty() {
+            return 0.0;
+        }
+        self.pools
+            .iter()
+            .zip(&self.stuck_mass)
+            .filter_map(|(pool, m)| {
+                pool.as_ref()
+                    .map(|p| m.max(0.0) * (self.fault_ns + p.codec.decompress_ns))
+            })
+            .sum()
+    }
+
+    /// Codec time on the migration thread for moving `range` to `to`: each page entering
+    /// a pool is compressed, each leaving one decompressed.
+    fn codec_ns(&self, range: std::ops::Range<usize>, to: TierId) -> f64 {
+        let mut ns = 0.0;
+        for p in range {
+            let from = self.placement[p];
+            if from == to {
+                continue;
+            }
+            if let Some(pool) = &self.pools[from.index()] {
+                ns += pool.codec.decompress_ns;
+            }
+            if let Some(pool) = &self.pools[to.index()] {
+                ns += pool.codec.compress_ns;
+            }
+        }
+        ns
+    }
+
     fn antagonist_cores(&self, now_ns: u64) -> Vec<f64> {
         let mut cores = vec![0.0; self.specs.len()];
         let t = now_ns as f64 / 1e9;
@@ -375,8 +680,9 @@ impl SimBackend {
     pub fn solve_now(&self) -> Equilibrium {
         let zero = vec![0.0; self.specs.len()];
         let ant = self.antagonist_cores(self.now_ns);
+        let mass = self.demand_mass();
         self.machine.solve(&Demand {
-            mass: &self.mass,
+            mass: &mass,
             lines_per_op: self.shape.lines_per_op as f64,
             written_lines_per_op: self.shape.written_lines_per_op,
             antagonist_cores: &ant,
@@ -384,6 +690,7 @@ impl SimBackend {
             migration_read_bytes_per_s: &zero,
             migration_write_bytes_per_s: &zero,
             app_stall: 0.0,
+            fault_ns_per_op: self.stuck_fault_ns_per_op(),
         })
     }
 
@@ -394,10 +701,60 @@ impl SimBackend {
                 .set_lines_per_op(self.shape.lines_per_op.max(1) as f64);
             self.exact = self.workload.probabilities().is_some();
             self.recompute_mass();
+            if self.any_compressed {
+                // New access probabilities: redraw every compressed page's next access.
+                let pages: Vec<PageIdx> = self.due_of.keys().copied().collect();
+                self.due.clear();
+                self.due_of.clear();
+                for p in pages {
+                    self.schedule_fault(p as usize);
+                }
+                let mut stuck_mass = vec![0.0; self.stuck_mass.len()];
+                if let Some(pr) = self.workload.probabilities() {
+                    for &p in &self.stuck {
+                        stuck_mass[self.placement[p as usize].index()] += pr[p as usize];
+                    }
+                }
+                self.stuck_mass = stuck_mass;
+            }
+        }
+        // Compressed pages whose next access falls in this epoch fault now; their service
+        // time stalls the app cores (a fault blocks its core: no memory-level parallelism).
+        let mut stall = stall;
+        if self.any_compressed {
+            let end = self.now_ns + step_ns;
+            let mut fault_ns = std::mem::take(&mut self.fault_carry_ns);
+            // Stuck pages come back (one fault each) as tier 0 has room again.
+            while self.used_pages[0] < self.capacity_pages[0] {
+                let Some(p) = self.stuck.pop_first() else {
+                    break;
+                };
+                let from = self.placement[p as usize].index();
+                self.stuck_mass[from] -= self
+                    .workload
+                    .probabilities()
+                    .map_or(0.0, |pr| pr[p as usize]);
+                fault_ns += self.fault(p as usize);
+            }
+            while let Some(&Reverse((t, p))) = self.due.peek() {
+                if t >= end {
+                    break;
+                }
+                self.due.pop();
+                if self.due_of.get(&p) == Some(&t) {
+                    self.due_of.remove(&p);
+                    fault_ns += self.fault(p as usize);
+                }
+            }
+            if fault_ns > 0.0 {
+                let core_ns = self.machine.cores.cores * step_ns as f64;
+                stall = (stall + fault_ns / core_ns).min(0.95);
+            }
         }
         let ant = self.antagonist_cores(self.now_ns);
+        let mass = self.demand_mass();
         let eq = self.machine.solve(&Demand {
-            mass: &self.mass,
+            mass: &mass,
             lines_per_op: self.shape.lines_per_op as f64,
             written_lines_per_op: self.shape.written_lines_per_op,
             antagonist_cores: &ant,
@@ -405,7 +762,9 @@ impl SimBackend {
             migration_read_bytes_per_s: mig_read,
             migration_write_bytes_per_s: mig_write,
             app_stall: stall,
+            fault_ns_per_op: self.stuck_fault_ns_per_op(),
         });
+        drop(mass);
         let step_s = step_ns as f64 / 1e9;
         // Sampled accesses: the access path.
         let want = eq.app_ops_per_s * step_s / self.accesses_per_sample + self.sample_carry;
@@ -420,11 +779,27 @@ impl SimBackend {
             let a = self.workload.next(&mut self.rng);
             let tier = self.placement[a.page as usize];
             self.measured[tier.index()] += 1;
+            if self.any_compressed && self.pools[tier.index()].is_some() {
+                // A compressed page is not mapped: no PEBS sample, a fault. Stationary
+                // workloads drew it exactly (above); a trace faults on its sampled access
+                // (charged to the next epoch).
+                if !exact {
+                    self.fault_carry_ns += self.fault(a.page as usize);
+                }
+                continue;
+            }
             let t = self.now_ns + (i as f64 * dt_per) as u64;
             self.tracker.on_access(a.page, a.write, t, exact);
         }
         self.now_ns += step_ns;
         self.quantum.add(&eq, step_s);
+        if !self.stuck.is_empty() {
+            for i in 0..self.stuck_mass.len() {
+                let f = eq.app_ops_per_s * self.stuck_mass[i].max(0.0) * step_s;
+                self.quantum_faults[i] += f;
+                self.interval_faults[i] += f;
+            }
+        }
         self.interval.add(&eq, step_s);
         let probs = self.workload.probabilities();
         let mut ctx = EpochContext {
@@ -460,9 +835,7 @@ impl SimBackend {
             latency_ns: (0..n).map(|i| a.lat[i] / a.dt_s).collect(),
             read_bytes_per_s: (0..n).map(|i| a.rb[i] / a.dt_s).collect(),
             write_bytes_per_s: (0..n).map(|i| a.wb[i] / a.dt_s).collect(),
-            used_bytes: (0..n)
-                .map(|i| (self.used_pages[i] * self.page_bytes) as f64)
-                .collect(),
+            used_bytes: (0..n).map(|i| self.used_bytes(i) as f64).collect(),
             app_share: (0..n)
                 .map(|i| {
                     if app_total > 0.0 {
@@ -475,7 +848,9 @@ impl SimBackend {
             migrated_bytes_per_s: self.interval_mig_bytes / a.dt_s,
             pages_tried: self.interval_tried,
             pages_applied: self.interval_applied,
+            faults_per_s: self.interval_faults.iter().map(|f| f / a.dt_s).collect(),
         });
+        self.interval_faults.iter_mut().for_each(|f| *f = 0.0);
         self.interval.reset();
         self.interval_mig_bytes = 0.0;
         self.interval_tried = 0.0;
@@ -611,17 +986,19 @@ impl Backend for SimBackend {
             let rate = q.reads[i] / q.dt_s;
             let (occ, rate) = (self.noisy(occ), self.noisy(rate));
             self.telemetry[i] = TierTelemetry {
-                used_bytes: self.used_pages[i] * self.page_bytes,
+                used_bytes: self.used_bytes(i),
                 capacity_bytes: self.capacity_pages[i] * self.page_bytes,
                 occupancy: occ,
                 arrival_rate_per_s: rate,
                 read_bytes_per_s: q.rb[i] / q.dt_s,
                 write_bytes_per_s: q.wb[i] / q.dt_s,
-                faults_per_s: 0.0,
+                faults_per_s: self.quantum_faults[i] / q.dt_s,
             };
         }
+        self.quantum_faults.iter_mut().for_each(|f| *f = 0.0);
         self.quantum = q;
         self.tracker.drain(&mut self.events);
+        self.events.append(&mut self.fault_events);
         Ok(())
     }
     fn now_ns(&self) -> u64 {
@@ -648,7 +1025,6 @@ impl Backend for SimBackend {
         // The migration threads' time in the next quantum bounds how much they can move:
         // each move is one operation (fixed cost: fault, unmap, shootdown) plus its copy.
         let mut thread_ns = self.last_quantum_ns as f64 * self.mig_threads;
-        let probs = self.workload.probabilities();
         let n_tiers = self.specs.len();
         for mv in &plan.moves {
             let pages = mv.range.len as u64;
@@ -672,7 +1048,10 @@ impl Backend for SimBackend {
                 continue;
             }
             let bytes = moving * page;
-            let op_ns = self.per_op_ns + bytes as f64 / self.copy_bytes_per_s * 1e9;
+            let mut op_ns = self.per_op_ns + bytes as f64 / self.copy_bytes_per_s * 1e9;
+            if self.any_compressed {
+                op_ns += self.codec_ns(range.clone(), to);
+            }
             if quota.is_some_and(|q| q < bytes) || thread_ns < op_ns {
                 a.pages_over_quota += moving;
                 continue;
@@ -683,33 +1062,40 @@ impl Backend for SimBackend {
                 .controls
                 .limit(mv.tenant, to)
                 .map_or(u64::MAX, |b| b / page);
-            if self.used_pages[to.index()] + moving > self.capacity_pages[to.index()]
-                || self.tenant_used[t][to.index()] + moving > limit_pages
-            {
+            let over_pages = self.pools[to.index()].is_none()
+                && self.used_pages[to.index()] + moving > self.capacity_pages[to.index()];
+            if over_pages || self.tenant_used[t][to.index()] + moving > limit_pages {
                 a.pages_no_capacity += moving;
                 continue;
+            }
+            // Into a pool: every page must compress below the tier's `max_compressed`, and
+            // the pool's frames must hold them all after packing.
+            if let Some(pool) = &self.pools[to.index()] {
+                let sizes: Vec<u64> = range
+                    .clone()
+                    .filter(|&p| self.placement[p] != to)
+                    .map(|p| pool.compressed_bytes(self.lz4_fraction(p)))
+                    .collect();
+                let fits = sizes.iter().all(|&b| pool.accepts(b))
+                    && self.pools[to.index()]
+                        .as_mut()
+                        .expect("a pool")
+                        .try_add(&sizes);
+                if !fits {
+                    a.pages_no_capacity += moving;
+                    continue;
+                }
             }
             if let Some(q) = quota.as_mut() {
                 *q -= bytes;
             }
             thread_ns -= op_ns;
             for p in range {
-                let from = self.placement[p];
-                if from == to {
+                if self.placement[p] == to {
                     continue;
                 }
-                self.placement[p] = to;
-                self.used_pages[from.index()] -= 1;
-                self.used_pages[to.index()] += 1;
-                self.tenant_used[t][from.index()] -= 1;
-                self.tenant_used[t][to.index()] += 1;
-                if let Some(pr) = probs {
-                    let w = pr[p];
-                    self.mass[from.index()] -= w;
-                    self.mass[to.index()] += w;
-                }
-                self.pending_mig_read[from.index()] += page as f64;
-                self.pending_mig_write[to.index()] += page as f64;
+                let w = self.workload.probabilities().map(|pr| pr[p]);
+                self.relocate(p, to, t, w);
             }
             self.pending_mig_ops += 1.0;
             a.ops_applied += 1;
@@ -718,7 +1104,7 @@ impl Backend for SimBackend {
         }
         if self.exact && a.pages_applied > 0 {
             self.applies_since_recompute += 1;
-            if self.applies_since_recompute >= 256 {
+            if self.applies_since_recompute >= self.mass_recompute_every() {
                 self.recompute_mass();
             } else {
                 self.mass.iter_mut().for_each(|m| *m = m.max(0.0));

@@ -44,6 +44,9 @@ pub struct SimConfig {
     #[serde(default)]
     pub antagonist: Vec<AntagonistConfig>,
     pub workload: WorkloadConfig,
+    /// With compressed tiers: what each page compresses to (required then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_compressibility: Option<crate::compressed::CompressibilityConfig>,
     pub policy: PolicyConfig,
     /// Layer Colloid (latency balancing) over the policy: present = enabled.
     pub colloid: Option<ColloidParams>,
@@ -79,6 +82,10 @@ pub struct MachineConfig {
     pub tiers: Vec<TierConfig>,
     #[serde(default)]
     pub migration: MigrationConfig,
+    /// Fixed cost of a fault on a page in a compressed tier, before its decompression
+    /// (HeMem's simulator charges 2 µs per page fault).
+    #[serde(default = "default_fault_ns")]
+    pub compressed_fault_ns: f64,
 }
 
 /// A tier of the simulated machine: core's one tier schema (`tiermem_core::tier`),
@@ -158,6 +165,14 @@ fn default_copy_gbps() -> f64 {
 fn default_shootdown_ns() -> f64 {
     4000.0
 }
+fn default_fault_ns() -> f64 {
+    2000.0
+}
+
+/// Whether a tier is compressed (`kind = "compressed"`).
+pub fn is_compressed(t: &TierConfig) -> bool {
+    t.kind == "compressed"
+}
 
 /// A simulated tier's capacity in bytes (required: [`validate_tiers`] checks it is there).
 pub fn tier_capacity(t: &TierConfig, path: &str) -> Result<u64> {
@@ -234,6 +249,7 @@ impl Validate for SimConfig {
         // Scaled capacities: every tier holds at least one page, and together they hold
         // the workload (the same arithmetic the backend and the workload builder use).
         let page = self.page_bytes()?;
+        self.validate_compressed(p, page)?;
         let mut total_pages = 0u64;
         for (i, t) in self.machine.tiers.iter().enumerate() {
             let cp = join(p, &format!("machine.tiers[{i}].capacity"));
@@ -250,7 +266,10 @@ impl Validate for SimConfig {
                     format!("{cap} bytes{scaled} is less than one page (machine.page_size = {page} bytes); give at least one page per tier"),
                 ));
             }
-            total_pages = total_pages.saturating_add(pages);
+            if !is_compressed(t) {
+                // Pages start uncompressed: only memory tiers hold the initial placement.
+                total_pages = total_pages.saturating_add(pages);
+            }
         }
         for (i, a) in self.antagonist.iter().enumerate() {
             let ap = join(p, &format!("antagonist[{i}]"));
@@ -276,7 +295,9 @@ impl Validate for SimConfig {
         self.workload.validate(&join(p, "workload"))?;
         let wp = join(p, "workload");
         if let Some(need) = self.workload.footprint_pages(&wp, page, self.scale)? {
-            if need > total_pages {
+            // (With compressed tiers the backend checks what the pools hold after packing.)
+            let compressed = self.machine.tiers.iter().any(is_compressed);
+            if need > total_pages && !compressed {
                 return Err(invalid(
                     &wp,
                     format!("the workload needs {need} pages of {page} bytes but the tiers hold only {total_pages}; raise machine.tiers[].capacity or shrink the workload"),
@@ -289,6 +310,70 @@ impl Validate for SimConfig {
         }
         if let Some(g) = self.engine.migration_limit_gbps {
             check_range(&join(p, "engine.migration_limit_gbps"), g, 0.0, 1e4)?;
+        }
+        Ok(())
+    }
+}
+
+impl SimConfig {
+    /// Compressed tiers: 4 KiB pages, a codec and allocator the simulator models, a
+    /// `[page_compressibility]`, and pages that start in a memory tier.
+    fn validate_compressed(&self, p: &str, page: u64) -> Result<()> {
+        let tiers = &self.machine.tiers;
+        let Some(first) = tiers.iter().position(is_compressed) else {
+            if self.page_compressibility.is_some() {
+                return Err(invalid(
+                    &join(p, "page_compressibility"),
+                    "applies only with a kind = \"compressed\" tier in machine.tiers; remove it",
+                ));
+            }
+            return Ok(());
+        };
+        if first == 0 {
+            return Err(invalid(
+                &join(p, "machine.tiers[0].kind"),
+                "tier 0 is where faulted pages go and must be a memory tier (\"dram\" or \"node\"); put the compressed tiers after it",
+            ));
+        }
+        if page != crate::compressed::FRAME {
+            return Err(invalid(
+                &join(p, "machine.page_size"),
+                format!("{page} bytes; compressed tiers hold 4 KiB pages (zswap compresses base pages): set page_size = \"4KiB\""),
+            ));
+        }
+        for (i, t) in tiers.iter().enumerate().filter(|(_, t)| is_compressed(t)) {
+            let tp = join(p, &format!("machine.tiers[{i}]"));
+            if let tiermem_core::TierKind::Compressed {
+                codec, allocator, ..
+            } = t.tier_kind(&tp)?
+            {
+                crate::compressed::codec(&codec, &join(&tp, "codec"))?;
+                crate::compressed::Allocator::parse(&allocator, &join(&tp, "allocator"))?;
+            }
+        }
+        if let Some(n) = self
+            .initial_placement
+            .strip_prefix("tier:")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            if tiers.get(n).is_some_and(is_compressed) {
+                return Err(invalid(
+                    &join(p, "initial_placement"),
+                    format!("tier {n} is compressed; pages start in a memory tier (\"tier:0\")"),
+                ));
+            }
+        }
+        let cp = join(p, "page_compressibility");
+        let Some(c) = &self.page_compressibility else {
+            return Err(invalid(
+                &cp,
+                "missing; with a compressed tier the simulator needs what pages compress to: add `[page_compressibility]` with `min = 0.3` and `max = 0.7` (the fraction of a page lz4 compresses a page to, uniform per page)",
+            ));
+        };
+        check_range(&join(&cp, "min"), c.min, 0.001, 1.0)?;
+        check_range(&join(&cp, "max"), c.max, 0.001, 1.0)?;
+        if c.max < c.min {
+            return Err(invalid(&join(&cp, "max"), "must be at least min"));
         }
         Ok(())
     }
@@ -333,6 +418,12 @@ impl Validate for MachineConfig {
         check_range(
             &join(&m, "shootdown_ns"),
             self.migration.shootdown_ns,
+            0.0,
+            1e9,
+        )?;
+        check_range(
+            &join(p, "compressed_fault_ns"),
+            self.compressed_fault_ns,
             0.0,
             1e9,
         )?;

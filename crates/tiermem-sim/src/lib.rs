@@ -3,6 +3,7 @@
 //! implementation driven by a virtual clock.
 
 pub mod backend;
+pub mod compressed;
 pub mod config;
 pub mod latency;
 pub mod machine;

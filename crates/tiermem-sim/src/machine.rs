@@ -76,6 +76,10 @@ pub struct Demand<'a> {
     pub migration_write_bytes_per_s: &'a [f64],
     /// Fraction of time application cores are stalled (TLB shootdowns), in [0, 1).
     pub app_stall: f64,
+    /// Synchronous time per operation spent in faults (accesses to pages held in a
+    /// compressed tier that stay there): a fault blocks its core, so it is not divided by
+    /// the memory-level parallelism.
+    pub fault_ns_per_op: f64,
 }
 
 /// The solved state of one epoch.
@@ -122,23 +126,119 @@ fn bisect_decreasing(mut lo: f64, f: impl Fn(f64) -> f64) -> f64 {
     0.5 * (lo + hi)
 }
 
+/// Operations per second of `cores` at a given average read latency.
+fn ops_per_s(c: &CoreModel, avg_latency_ns: f64, d: &Demand<'_>) -> f64 {
+    let outstanding = c.mlp_lines.min(c.ops_in_flight * d.lines_per_op);
+    let ns_per_op =
+        d.lines_per_op * avg_latency_ns / outstanding + c.compute_ns_per_op + d.fault_ns_per_op;
+    c.cores / ns_per_op * 1e9 * (1.0 - d.app_stall)
+}
+
+/// Several tenants on one machine: each its own cores and demand (mass over the tiers,
+/// op shape, stall), all sharing the tiers, whose loaded latency follows from their summed
+/// traffic. The antagonists and the migration traffic are the first tenant's demand's.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TenantsEquilibrium {
+    pub latency_ns: Vec<f64>,
+    /// Per tenant: operations per second and mean read latency.
+    pub ops_per_s: Vec<f64>,
+    pub avg_latency_ns: Vec<f64>,
+    /// Per tier: the tenants' and migration's bytes/s (antagonists excluded).
+    pub read_bytes_per_s: Vec<f64>,
+    pub write_bytes_per_s: Vec<f64>,
+}
+
 impl Machine {
+    /// Solve the fixed point of several tenants sharing the tiers. The unknowns are the
+    /// tenants' op rates `T`: given `T`, each tier's latency is its scalar closed-loop
+    /// equation (as in [`Machine::solve`]); given the latencies, each tenant's rate follows
+    /// from its cores. The map `T → T'` is decreasing, so it is iterated with geometric
+    /// damping, halved whenever the residual grows, to a relative residual of 1e-10.
+    /// (One tenant: [`Machine::solve`], exact by nested bisection.)
+    pub fn solve_tenants(&self, tenants: &[(CoreModel, Demand<'_>)]) -> TenantsEquilibrium {
+        let n = self.tiers.len();
+        let line = CACHELINE_BYTES as f64;
+        let Some((_, shared)) = tenants.first() else {
+            return TenantsEquilibrium::default();
+        };
+        let traffic = |ops: &[f64]| -> (Vec<f64>, Vec<f64>) {
+            let mut r = shared.migration_read_bytes_per_s.to_vec();
+            let mut w = shared.migration_write_bytes_per_s.to_vec();
+            for ((_, d), &t) in tenants.iter().zip(ops) {
+                for i in 0..n {
+                    r[i] += t * d.lines_per_op * d.mass[i] * line;
+                    w[i] += t * d.written_lines_per_op * d.mass[i] * line;
+                }
+            }
+            (r, w)
+        };
+        let latencies = |ops: &[f64]| -> Vec<f64> {
+            let (r, w) = traffic(ops);
+            (0..n)
+                .map(|i| self.tier_latency_at(i, r[i], w[i], shared))
+                .collect()
+        };
+        let avg = |d: &Demand<'_>, l: &[f64]| (0..n).map(|i| d.mass[i] * l[i]).sum::<f64>();
+        let rates = |l: &[f64]| -> Vec<f64> {
+            tenants
+                .iter()
+                .map(|(c, d)| ops_per_s(c, avg(d, l), d))
+                .collect()
+        };
+        // Start from the unloaded rates (an upper bound: load only adds latency).
+        let unloaded: Vec<f64> = self.tiers.iter().map(|t| t.unloaded_ns).collect();
+        let mut ops = rates(&unloaded);
+        let mut damping = 0.5;
+        let mut last_residual = f64::MAX;
+        for _ in 0..10_000 {
+            let next = rates(&latencies(&ops));
+            let residual = ops
+                .iter()
+                .zip(&next)
+                .map(|(a, b)| ((a - b) / a.max(1e-300)).abs())
+                .fold(0.0, f64::max);
+            if residual < 1e-10 {
+                break;
+            }
+            if residual > last_residual {
+                damping *= 0.5;
+            }
+            last_residual = residual;
+            for (a, b) in ops.iter_mut().zip(&next) {
+                *a = a.powf(1.0 - damping) * b.powf(damping);
+            }
+        }
+        let latency_ns = latencies(&ops);
+        let (r, w) = traffic(&ops);
+        TenantsEquilibrium {
+            avg_latency_ns: tenants.iter().map(|(_, d)| avg(d, &latency_ns)).collect(),
+            ops_per_s: ops,
+            latency_ns,
+            read_bytes_per_s: r,
+            write_bytes_per_s: w,
+        }
+    }
+
     /// Application operations per second at a given average read latency.
     pub fn app_ops_per_s(&self, avg_latency_ns: f64, d: &Demand<'_>) -> f64 {
-        let c = &self.cores;
-        let outstanding = c.mlp_lines.min(c.ops_in_flight * d.lines_per_op);
-        let ns_per_op = d.lines_per_op * avg_latency_ns / outstanding + c.compute_ns_per_op;
-        c.cores / ns_per_op * 1e9 * (1.0 - d.app_stall)
+        ops_per_s(&self.cores, avg_latency_ns, d)
     }
 
     /// A tier's latency given the application's op rate (solving its antagonist loop).
     fn tier_latency(&self, i: usize, app_ops_per_s: f64, d: &Demand<'_>) -> f64 {
-        let t = &self.tiers[i];
         let line = CACHELINE_BYTES as f64;
         let app_r =
             app_ops_per_s * d.lines_per_op * d.mass[i] * line + d.migration_read_bytes_per_s[i];
         let app_w = app_ops_per_s * d.written_lines_per_op * d.mass[i] * line
             + d.migration_write_bytes_per_s[i];
+        self.tier_latency_at(i, app_r, app_w, d)
+    }
+
+    /// A tier's latency given the bytes/s the applications and migration offer it
+    /// (solving its antagonists' closed loop; `d` gives the antagonists).
+    fn tier_latency_at(&self, i: usize, app_r: f64, app_w: f64, d: &Demand<'_>) -> f64 {
+        let t = &self.tiers[i];
+        let line = CACHELINE_BYTES as f64;
         let ant_lines_ns = d.antagonist_cores[i] * d.antagonist_mlp; // lines in flight
         if ant_lines_ns == 0.0 {
             return t.latency_ns(app_r, app_w);
@@ -227,6 +327,7 @@ mod tests {
             migration_read_bytes_per_s: zero,
             migration_write_bytes_per_s: zero,
             app_stall: 0.0,
+            fault_ns_per_op: 0.0,
         }
     }
 
@@ -286,6 +387,54 @@ mod tests {
                 (share - target).abs() < 0.05,
                 "{cores} cores: {share:.3} vs {target}"
             );
+        }
+    }
+
+    #[test]
+    fn two_identical_tenants_are_one_with_their_cores_summed() {
+        let one = machine(16.0, "colloid-local");
+        let zero = [0.0, 0.0];
+        let ant = [5.0, 0.0];
+        let eq = one.solve(&demand(&[0.7, 0.3], &ant, &zero));
+        let half = machine(8.0, "colloid-local");
+        let d = demand(&[0.7, 0.3], &ant, &zero);
+        let t = half.solve_tenants(&[(half.cores, d.clone()), (half.cores, d)]);
+        for k in 0..2 {
+            let rel = (t.ops_per_s[k] - eq.app_ops_per_s / 2.0).abs() / eq.app_ops_per_s;
+            assert!(rel < 1e-8, "tenant {k}: {rel}");
+        }
+        for i in 0..2 {
+            assert!((t.latency_ns[i] - eq.latency_ns[i]).abs() / eq.latency_ns[i] < 1e-8);
+        }
+    }
+
+    #[test]
+    fn a_neighbour_slows_a_tenant_only_through_the_tiers_they_share() {
+        let m = machine(15.0, "colloid-local");
+        let zero = [0.0, 0.0];
+        let none = [0.0, 0.0];
+        let alone = m.solve(&demand(&[1.0, 0.0], &none, &zero));
+        let mut busy = m.cores;
+        busy.cores = 30.0;
+        // A neighbour on tier 1 only: tier 0 sees the same traffic, the tenant the same rate.
+        let t = m.solve_tenants(&[
+            (m.cores, demand(&[1.0, 0.0], &none, &zero)),
+            (busy, demand(&[0.0, 1.0], &none, &zero)),
+        ]);
+        assert!((t.ops_per_s[0] - alone.app_ops_per_s).abs() / alone.app_ops_per_s < 1e-8);
+        // The same neighbour on tier 0: tier 0's latency rises, the tenant slows.
+        let t = m.solve_tenants(&[
+            (m.cores, demand(&[1.0, 0.0], &none, &zero)),
+            (busy, demand(&[1.0, 0.0], &none, &zero)),
+        ]);
+        assert!(t.latency_ns[0] > alone.latency_ns[0] * 1.2, "{t:?}");
+        assert!(t.ops_per_s[0] < alone.app_ops_per_s * 0.85, "{t:?}");
+        // A fixed point: the latency is the curve's at the summed traffic.
+        let l = m.tiers[0].latency_ns(t.read_bytes_per_s[0], t.write_bytes_per_s[0]);
+        assert!((l - t.latency_ns[0]).abs() / l < 1e-8);
+        for (cores, ops) in [15.0, 30.0].iter().zip(&t.ops_per_s) {
+            let expect = cores * 5.0 / t.latency_ns[0] * 1e9;
+            assert!((ops - expect).abs() / expect < 1e-8);
         }
     }
 

@@ -4,7 +4,11 @@ use crate::backend::{Record, SimBackend};
 use crate::config::SimConfig;
 use crate::output::{Column, SimOutput};
 use serde_json::json;
-use tiermem_core::{Backend, Engine, EngineCounters, Policy, Result};
+use tiermem_core::{Backend, Engine, EngineCounters, Policy, Result, TierKind, TierSpec};
+
+fn is_compressed(t: &TierSpec) -> bool {
+    matches!(t.kind, TierKind::Compressed { .. })
+}
 
 /// A finished run.
 pub struct RunOutcome {
@@ -109,6 +113,9 @@ impl RunOutcome {
             }));
             cols.push(col(format!("tier{i}_used_bytes"), &|r| r.used_bytes[i]));
             cols.push(col(format!("app_share_tier{i}"), &|r| r.app_share[i]));
+            if is_compressed(&self.backend.tier_specs()[i]) {
+                cols.push(col(format!("tier{i}_faults_per_s"), &|r| r.faults_per_s[i]));
+            }
         }
         cols.push(col("migrated_bytes_per_s".into(), &|r| {
             r.migrated_bytes_per_s
@@ -162,14 +169,29 @@ impl RunOutcome {
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                json!({
+                let mut v = json!({
                     "name": t.name,
                     "latency_ns": s.latency_ns.get(i),
                     "app_share": s.app_share.get(i),
                     "read_bytes_per_s": s.read_bytes_per_s.get(i),
                     "write_bytes_per_s": s.write_bytes_per_s.get(i),
                     "capacity_bytes": t.capacity_bytes,
-                })
+                });
+                if is_compressed(t) {
+                    // Steady-state faults/s and the pool's physical bytes at the end.
+                    let recs = &self.backend.records;
+                    let from =
+                        recs.last().map_or(0.0, |r| r.t_s) * (1.0 - cfg.steady_state_fraction);
+                    let w: Vec<f64> = recs
+                        .iter()
+                        .filter(|r| r.t_s > from + 1e-12)
+                        .map(|r| r.faults_per_s[i])
+                        .collect();
+                    v["faults_per_s"] = json!(w.iter().sum::<f64>() / w.len().max(1) as f64);
+                    v["used_bytes"] = json!(recs.last().map_or(0.0, |r| r.used_bytes[i]));
+                    v["pages"] = json!(self.backend.used_pages()[i]);
+                }
+                v
             })
             .collect();
         let summary = json!({
