@@ -12,23 +12,26 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// tests/c/alloc_race.c compiled once with the system C compiler.
+/// tests/c/NAME.c compiled with the system C compiler into the profile directory.
+fn c_bin(name: &str) -> PathBuf {
+    require("cc", "gcc");
+    let src = workspace_root().join(format!("crates/tiermem-linux/tests/c/{name}.c"));
+    let out = profile_dir().join(name);
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .arg("-lm")
+        .status()
+        .expect("running cc");
+    assert!(st.success(), "cc {} failed", src.display());
+    out
+}
+
+/// tests/c/alloc_race.c compiled once.
 fn alloc_race_bin() -> &'static PathBuf {
     static B: OnceLock<PathBuf> = OnceLock::new();
-    B.get_or_init(|| {
-        require("cc", "gcc");
-        let src = workspace_root().join("crates/tiermem-linux/tests/c/alloc_race.c");
-        let out = profile_dir().join("alloc_race");
-        let st = Command::new("cc")
-            .args(["-O2", "-Wall", "-pthread", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .arg("-lm")
-            .status()
-            .expect("running cc");
-        assert!(st.success(), "cc {} failed", src.display());
-        out
-    })
+    B.get_or_init(|| c_bin("alloc_race"))
 }
 
 fn run_alloc_race(budget: &str, threads: u32, seconds: f64, seed: u32) {
@@ -60,6 +63,44 @@ fn threads_mixing_mmap_calloc_and_realloc_growth_keep_every_byte() {
         }
     }
     run_alloc_race("25%", 4, 2.5, 7);
+}
+
+/// An mremap that lands between two managed regions must leave them managed. The kernel
+/// drops the userfaultfd registration of the VMA an mremap creates (we do not ask for
+/// remap events) and, when that VMA merges with its neighbours, of the whole merged VMA:
+/// before the fix the neighbours' compressed pages then read as zeros (N's first byte
+/// was 0 in every run) and their evictions failed with EINVAL. tests/c/remap_merge.c
+/// moves a never-touched region between two filled ones and checks every byte of them
+/// after they were compressed.
+#[test]
+fn an_mremap_between_tiered_regions_leaves_their_pages_intact() {
+    if skip_e2e("remap_merge") {
+        return;
+    }
+    let _h = heavy();
+    let bin = c_bin("remap_merge");
+    let what = "remap_merge under 10%";
+    let (cmd, stats) = tiered("10%", &[bin.to_str().unwrap(), "3"]);
+    let out = run(cmd, None, 120, what);
+    let stdout = ok(&out, what);
+    assert_eq!(stdout.trim(), "ok", "{what}: {stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        runtime_problems(&stderr).is_empty(),
+        "{what}: the runtime reported a problem:\n{stderr}"
+    );
+    // The check means something only if the neighbours' pages were compressed.
+    let st = final_stats(&stats);
+    let compressed: u64 = st["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["migrations_in"].as_u64().unwrap())
+        .sum();
+    assert!(
+        compressed > 4096,
+        "{what}: only {compressed} pages were compressed"
+    );
 }
 
 /// The program (one copy, shared with bench/heap/python_threads.sh).

@@ -345,9 +345,7 @@ impl Runtime {
         };
         let dst_a = self.addr(dst);
         let keep_n = old_n.min(new_n);
-        let r = move_keeping_source(old, keep_n * PAGE, dst_a);
-        if r < 0 {
-            let e = sys::errno();
+        if let Err(e) = move_keeping_source(old, keep_n * PAGE, dst_a) {
             self.reserve(dst_a, new_len);
             st.give_back(dst as u32, new_n as u32);
             return -(e as isize);
@@ -425,13 +423,13 @@ impl Runtime {
                 return -(sys::errno() as isize);
             }
         }
-        let r = move_keeping_source(old, keep_n * PAGE, new_addr);
-        if r < 0 {
-            return -(sys::errno() as isize);
-        }
+        let r = match move_keeping_source(old, keep_n * PAGE, new_addr) {
+            Ok(r) => r,
+            Err(e) => return -(e as isize),
+        };
         // The moved VMA lost its userfaultfd registration: it is plain memory now.
         self.retire_source(st, s, s + old_n, old, old_n);
-        r
+        r as isize
     }
 
     /// The end of a move: pages [from, to) of the source still hold state (the moved ones
@@ -452,12 +450,26 @@ impl Runtime {
 /// Move the page tables of [old, old+len) to `dst` (MREMAP_FIXED: whatever was mapped
 /// there is replaced) and leave the source mapped and empty (MREMAP_DONTUNMAP), so no
 /// address of the source is ever free for the kernel to hand to another thread's mmap.
-/// Returns the new address or -1 with errno set.
-fn move_keeping_source(old: usize, len: usize, dst: usize) -> isize {
+/// Returns the new address, or the errno.
+///
+/// Without UFFD_FEATURE_EVENT_REMAP the kernel drops the userfaultfd registration of the
+/// VMA that mremap creates at `dst`, and when that VMA merges with a neighbour (same
+/// flags, same userfaultfd context, an anon_vma and page offset that line up: a source
+/// never touched gets the offset of its new address), the registration of the whole
+/// merged VMA goes, neighbour included: that other region's pages without a PTE (in a
+/// compressed tier, staged, absent) would then read as fresh zeros, and its evictions
+/// fail (EINVAL). So the source is marked MADV_DONTDUMP for the move (a VMA flag its
+/// neighbours lack, so the new VMA merges with none) and the mark is taken off at `dst`
+/// afterwards; the caller registers `dst` again, which merges it with its neighbours
+/// keeping their registration. (A DONTDUMP the program set on the range itself is lost.)
+fn move_keeping_source(old: usize, len: usize, dst: usize) -> Result<usize, i32> {
+    // SAFETY: an advice on the caller's managed range [old, old+len) (it only changes
+    // whether the range is in a core dump); no memory is freed.
+    unsafe { sys::madvise(old, len, libc::MADV_DONTDUMP) };
     // SAFETY: the caller holds the state lock and owns both ranges: [old, old+len) is a
     // managed range of this process (its pages move, nothing is freed) and [dst, dst+len)
     // is a reservation of ours or the program's stated MREMAP_FIXED destination.
-    unsafe {
+    let r = unsafe {
         sys::mremap(
             old,
             len,
@@ -465,5 +477,15 @@ fn move_keeping_source(old: usize, len: usize, dst: usize) -> isize {
             libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | MREMAP_DONTUNMAP,
             dst,
         )
+    };
+    if r < 0 {
+        let e = sys::errno();
+        // SAFETY: as above: the range did not move, its dump flag goes back.
+        unsafe { sys::madvise(old, len, libc::MADV_DODUMP) };
+        return Err(e);
     }
+    // SAFETY: an advice on the range just moved to `dst` (ours, or the program's stated
+    // destination); it only puts the range back in a core dump.
+    unsafe { sys::madvise(r as usize, len, libc::MADV_DODUMP) };
+    Ok(r as usize)
 }

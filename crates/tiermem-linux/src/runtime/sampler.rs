@@ -85,6 +85,14 @@ impl Runtime {
                     }
                     Op::NoEnt => st.set(i, Page::new(PageState::Absent, p.flags)),
                     Op::Busy => st.pages[i].flags |= F_SHARED,
+                    // A free slot holding a page: a late zero page from a stale fault message
+                    // of the evictor's read (`serve`). Drop it, or every later sample would
+                    // pick this slot (the top of the free list) and fail the same way.
+                    // SAFETY: drops the page of a free hint slot of our staging mapping (no
+                    // page's state refers to it).
+                    Op::Exists => unsafe {
+                        sys::madvise(self.hint_base + slot * PAGE, PAGE, libc::MADV_DONTNEED);
+                    },
                     _ => {}
                 }
             }
