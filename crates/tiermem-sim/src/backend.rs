@@ -162,8 +162,22 @@ pub struct SimBackend {
 impl SimBackend {
     pub fn new(cfg: &SimConfig) -> Result<SimBackend> {
         let page_bytes = cfg.page_bytes()?;
-        let workload = crate::workload::build(&cfg.workload, page_bytes, cfg.scale, cfg.seed)?;
+        let run = Self::the_tenant(cfg)?;
+        let workload = crate::workload::build(run.workload, page_bytes, cfg.scale, cfg.seed)?;
         Self::with_workload(cfg, workload)
+    }
+
+    /// The one tenant this backend runs (`capabilities().max_tenants` is 1): several
+    /// `[[tenants]]` are a config error naming the field.
+    fn the_tenant(cfg: &SimConfig) -> Result<crate::config::TenantRun<'_>> {
+        let mut runs = cfg.tenant_runs()?;
+        if runs.len() > 1 {
+            return Err(tiermem_core::config::invalid(
+                "tenants",
+                format!("{} tenants given; the simulator runs one tenant so far (its shared-tier solve, Machine::solve_tenants, is not yet wired to the backend): give one `[[tenants]]` entry or the top-level `[workload]`", runs.len()),
+            ));
+        }
+        Ok(runs.remove(0))
     }
 
     /// Pages now in each tier.
@@ -224,10 +238,11 @@ impl SimBackend {
             specs.push(spec);
         }
         let m = &cfg.machine;
+        let run = Self::the_tenant(cfg)?;
         let machine = Machine {
             tiers,
             cores: CoreModel {
-                cores: m.app_cores,
+                cores: run.cores,
                 ops_in_flight: m.ops_in_flight,
                 mlp_lines: m.mlp_lines,
                 compute_ns_per_op: m.compute_ns_per_op,
@@ -347,7 +362,7 @@ impl SimBackend {
         };
         b.tenants = vec![TenantSpec {
             id: TenantId::FIRST,
-            name: b.workload.name(),
+            name: run.name.map_or_else(|| b.workload.name(), str::to_string),
             pages: PageRange {
                 start: 0,
                 len: b.placement.len() as u32,

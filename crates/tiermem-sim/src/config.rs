@@ -43,7 +43,14 @@ pub struct SimConfig {
     pub machine: MachineConfig,
     #[serde(default)]
     pub antagonist: Vec<AntagonistConfig>,
-    pub workload: WorkloadConfig,
+    /// The one tenant's workload, on all `machine.app_cores`. Exactly one of `workload`
+    /// and `[[tenants]]` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadConfig>,
+    /// Tenants sharing the machine, each a span of the page space (in this order) with its
+    /// own workload and cores; instead of the top-level `workload`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<TenantConfig>,
     /// With compressed tiers: what each page compresses to (required then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_compressibility: Option<crate::compressed::CompressibilityConfig>,
@@ -52,6 +59,27 @@ pub struct SimConfig {
     pub colloid: Option<ColloidParams>,
     #[serde(default)]
     pub engine: EngineConfig,
+}
+
+/// One `[[tenants]]` entry.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    /// Unique, non-empty; names the tenant in plans, snapshots and the summary.
+    pub name: String,
+    /// Application cores this tenant runs on (the tenants' sum at most `machine.app_cores`).
+    pub cores: f64,
+    pub workload: WorkloadConfig,
+}
+
+/// One tenant as the backend builds it: its config path (for errors), name, cores and
+/// workload.
+pub struct TenantRun<'a> {
+    pub path: String,
+    /// `None`: the workload's own name.
+    pub name: Option<&'a str>,
+    pub cores: f64,
+    pub workload: &'a WorkloadConfig,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -193,6 +221,39 @@ impl SimConfig {
         Ok(cfg)
     }
 
+    /// The tenants in page-space order: the `[[tenants]]` entries, or the top-level
+    /// `workload` as the one tenant on all `machine.app_cores`. Errors (config, naming the
+    /// fields) when both or neither are given.
+    pub fn tenant_runs(&self) -> Result<Vec<TenantRun<'_>>> {
+        match (&self.workload, self.tenants.is_empty()) {
+            (Some(w), true) => Ok(vec![TenantRun {
+                path: "workload".into(),
+                name: None,
+                cores: self.machine.app_cores,
+                workload: w,
+            }]),
+            (None, false) => Ok(self
+                .tenants
+                .iter()
+                .enumerate()
+                .map(|(i, t)| TenantRun {
+                    path: format!("tenants[{i}].workload"),
+                    name: Some(&t.name),
+                    cores: t.cores,
+                    workload: &t.workload,
+                })
+                .collect()),
+            (Some(_), false) => Err(invalid(
+                "tenants",
+                "both `workload` and `[[tenants]]` are given; use one: the top-level `[workload]` (one tenant on all machine.app_cores) or `[[tenants]]` entries, each with its own `[tenants.workload]` and `cores`",
+            )),
+            (None, true) => Err(invalid(
+                "workload",
+                "missing; add a `[workload]` table (or `[[tenants]]` entries, each with a `name`, `cores` and `[tenants.workload]`)",
+            )),
+        }
+    }
+
     pub fn page_bytes(&self) -> Result<u64> {
         self.machine.page_size.bytes("machine.page_size")
     }
@@ -292,18 +353,7 @@ impl Validate for SimConfig {
                 }
             }
         }
-        self.workload.validate(&join(p, "workload"))?;
-        let wp = join(p, "workload");
-        if let Some(need) = self.workload.footprint_pages(&wp, page, self.scale)? {
-            // (With compressed tiers the backend checks what the pools hold after packing.)
-            let compressed = self.machine.tiers.iter().any(is_compressed);
-            if need > total_pages && !compressed {
-                return Err(invalid(
-                    &wp,
-                    format!("the workload needs {need} pages of {page} bytes but the tiers hold only {total_pages}; raise machine.tiers[].capacity or shrink the workload"),
-                ));
-            }
-        }
+        self.validate_tenants(p, page, total_pages)?;
         self.policy.validate(&join(p, "policy"))?;
         if let Some(c) = &self.colloid {
             c.validate(&join(p, "colloid"))?;
@@ -316,6 +366,61 @@ impl Validate for SimConfig {
 }
 
 impl SimConfig {
+    /// The workload(s): exactly one of `workload` and `[[tenants]]`; tenants named uniquely,
+    /// their cores within `machine.app_cores`; together the footprints fit the memory tiers.
+    fn validate_tenants(&self, p: &str, page: u64, total_pages: u64) -> Result<()> {
+        let runs = self.tenant_runs()?;
+        let mut cores = 0.0;
+        for (i, t) in self.tenants.iter().enumerate() {
+            let tp = join(p, &format!("tenants[{i}]"));
+            if t.name.trim().is_empty() {
+                return Err(invalid(
+                    &join(&tp, "name"),
+                    "empty; give each tenant a name",
+                ));
+            }
+            if let Some(j) = self.tenants[..i].iter().position(|u| u.name == t.name) {
+                return Err(invalid(
+                    &join(&tp, "name"),
+                    format!(
+                        "`{}` is also tenants[{j}].name; tenant names are unique",
+                        t.name
+                    ),
+                ));
+            }
+            check_positive(&join(&tp, "cores"), t.cores, 4096.0)?;
+            cores += t.cores;
+            if cores > self.machine.app_cores * (1.0 + 1e-12) {
+                return Err(invalid(
+                    &join(&tp, "cores"),
+                    format!("the tenants' cores up to here sum to {cores}, more than machine.app_cores = {}; lower tenants[].cores or raise machine.app_cores", self.machine.app_cores),
+                ));
+            }
+        }
+        let mut need = 0u64;
+        for r in &runs {
+            let wp = join(p, &r.path);
+            r.workload.validate(&wp)?;
+            if let Some(n) = r.workload.footprint_pages(&wp, page, self.scale)? {
+                need = need.saturating_add(n);
+                // (With compressed tiers the backend checks what the pools hold after packing.)
+                let compressed = self.machine.tiers.iter().any(is_compressed);
+                if need > total_pages && !compressed {
+                    let what = if runs.len() == 1 {
+                        "the workload needs".to_string()
+                    } else {
+                        format!("the tenants up to {} need", r.path)
+                    };
+                    return Err(invalid(
+                        &wp,
+                        format!("{what} {need} pages of {page} bytes but the tiers hold only {total_pages}; raise machine.tiers[].capacity or shrink the workload"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Compressed tiers: 4 KiB pages, a codec and allocator the simulator models, a
     /// `[page_compressibility]`, and pages that start in a memory tier.
     fn validate_compressed(&self, p: &str, page: u64) -> Result<()> {

@@ -194,7 +194,7 @@ impl RunOutcome {
                 v
             })
             .collect();
-        let summary = json!({
+        let mut summary = json!({
             "experiment": "sim",
             "policy": self.policy,
             "workload": self.backend.workload().name(),
@@ -211,6 +211,25 @@ impl RunOutcome {
             "warnings": self.warnings(cfg),
             "wall_time_s": self.wall_time_s,
         });
+        if !cfg.tenants.is_empty() {
+            // Only with `[[tenants]]` (a top-level `workload` keeps the summary as it was).
+            // One tenant so far: it has the machine's throughput and per-tier shares.
+            let shares: Vec<_> = specs
+                .iter()
+                .enumerate()
+                .map(|(i, t)| json!({"name": t.name, "app_share": s.app_share.get(i)}))
+                .collect();
+            summary["tenants"] = json!(cfg
+                .tenants
+                .iter()
+                .map(|t| json!({
+                    "name": t.name,
+                    "cores": t.cores,
+                    "throughput_ops_per_s": s.throughput_ops_per_s,
+                    "tiers": shares,
+                }))
+                .collect::<Vec<_>>());
+        }
         SimOutput {
             summary,
             timeseries: self.timeseries(),

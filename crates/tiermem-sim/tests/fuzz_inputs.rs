@@ -335,7 +335,9 @@ fn exercise(text: &str) -> bool {
     let Ok(page) = cfg.page_bytes() else {
         panic!("validated config without a page size\n--- input:\n{text}")
     };
-    let pages = cfg
+    let pages = cfg.tenant_runs().unwrap_or_else(|e| {
+        panic!("validated config without its tenants: {e}\n--- input:\n{text}")
+    })[0]
         .workload
         .footprint_pages("workload", page, cfg.scale)
         .unwrap_or_else(|e| {
