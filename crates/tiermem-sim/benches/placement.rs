@@ -34,6 +34,7 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so it
 // upholds `GlobalAlloc`'s contract exactly as `System` does; the counter is only arithmetic.
 unsafe impl GlobalAlloc for Counting {
+    // SAFETY: GlobalAlloc's contract is the caller's; this forwards it to System unchanged.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
         let p = unsafe { System.alloc(layout) };
@@ -42,6 +43,7 @@ unsafe impl GlobalAlloc for Counting {
         }
         p
     }
+    // SAFETY: GlobalAlloc's contract is the caller's; this forwards it to System unchanged.
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as `alloc`.
         let p = unsafe { System.alloc_zeroed(layout) };
@@ -50,11 +52,13 @@ unsafe impl GlobalAlloc for Counting {
         }
         p
     }
+    // SAFETY: GlobalAlloc's contract is the caller's; this forwards it to System unchanged.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` was allocated by `System` (through this allocator) with `layout`.
         unsafe { System.dealloc(ptr, layout) };
         LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
     }
+    // SAFETY: GlobalAlloc's contract is the caller's; this forwards it to System unchanged.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: `ptr`/`layout` come from this allocator; `new_size` is the caller's.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
