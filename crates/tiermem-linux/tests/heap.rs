@@ -8,11 +8,6 @@ use common::*;
 /// perl builds a hash of many small keys: nearly all of its memory is small blocks.
 const PERL_HASH: &str = r#"my %h; for my $i (1..400000) { $h{"key$i"} = $i * 3; } my $s = 0; for my $k (keys %h) { $s += $h{$k}; } print scalar(keys %h), " $s\n";"#;
 
-fn num(s: &serde_json::Value, k: &str) -> f64 {
-    s[k].as_f64()
-        .unwrap_or_else(|| panic!("stats field {k} missing: {s}"))
-}
-
 #[test]
 fn a_perl_hash_of_small_keys_is_managed() {
     if skip_e2e("perl") {

@@ -20,21 +20,6 @@ for b in blocks: h.update(b)
 print(h.hexdigest(), len(blocks))
 "#;
 
-fn with_policy(policy: &str, budget: &str, argv: &[&str]) -> (Command, std::path::PathBuf) {
-    let (mut cmd, stats) = tiered(budget, argv);
-    // `tiered` ends with `--`; the policy goes before it.
-    let mut c = Command::new(cmd.get_program());
-    let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
-    c.args(&args[..1]).args(["--policy", policy]).args(&args[1..]);
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    cmd = c;
-    (cmd, stats)
-}
-
 #[test]
 fn base_systems_with_colloid_keep_output_identical_under_a_quarter_budget() {
     if skip_e2e("python3") {
@@ -45,7 +30,7 @@ fn base_systems_with_colloid_keep_output_identical_under_a_quarter_budget() {
     let argv = ["python3", "-c", PY_HOT_COLD];
     let want = ok(&run(plain(&argv), None, 120, "plain"), "plain");
     for policy in ["hemem+colloid", "tpp+colloid", "memtis+colloid"] {
-        let (cmd, stats) = with_policy(policy, "25%", &argv);
+        let (cmd, stats) = tiered_with(&["--policy", policy], "25%", &argv);
         let out = run(cmd, None, 300, policy);
         assert_eq!(ok(&out, policy), want, "{policy}: output differs");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -61,11 +46,6 @@ fn base_systems_with_colloid_keep_output_identical_under_a_quarter_budget() {
         assert!(migrations_in(&s) > 100, "{policy}: nothing was tiered: {s}");
         assert!(num(&s, "dram_latency_ns") > 0.0, "{s}");
     }
-}
-
-fn num(s: &serde_json::Value, k: &str) -> f64 {
-    s[k].as_f64()
-        .unwrap_or_else(|| panic!("stats field {k} missing: {s}"))
 }
 
 /// `tiermem stat` while the program runs: the policy, its tracker, and a latency column
@@ -94,7 +74,7 @@ print("done", s > 0)
     } else {
         "python3".to_string()
     };
-    let (mut cmd, stats) = with_policy("hemem+colloid", "25%", &[&py, "-c", prog]);
+    let (mut cmd, stats) = tiered_with(&["--policy", "hemem+colloid"], "25%", &[&py, "-c", prog]);
     cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let child = cmd.spawn().unwrap();
@@ -148,7 +128,7 @@ print(hashlib.sha256(b).hexdigest())
 "#;
     let argv = ["python3", "-c", prog];
     let want = ok(&run(plain(&argv), None, 60, "plain"), "plain");
-    let (cmd, stats) = with_policy("toy_demote", "unlimited", &argv);
+    let (cmd, stats) = tiered_with(&["--policy", "toy_demote"], "unlimited", &argv);
     let out = run(cmd, None, 120, "toy_demote");
     assert_eq!(ok(&out, "toy_demote"), want);
     let s = final_stats(&stats);

@@ -181,8 +181,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn demotes_coldest_first_down_to_target() {
+    /// One quantum of `pol` over DRAM + one compressed tier: `resident` pages in DRAM of a
+    /// budget of `budget` pages.
+    fn decide_on(
+        pol: &mut BudgetGuard,
+        placement: &[TierId],
+        resident: u64,
+        budget: u64,
+        events: &[HeatEvent],
+    ) -> Plan {
         let specs = vec![
             spec(TierKind::Dram),
             spec(TierKind::Compressed {
@@ -191,15 +198,29 @@ mod tests {
                 backing: "dram".into(),
             }),
         ];
-        let placement = vec![TierId(0); 200];
         let tiers = vec![
             TierTelemetry {
-                used_bytes: 200 * 4096,
-                capacity_bytes: 100 * 4096,
+                used_bytes: resident * 4096,
+                capacity_bytes: budget * 4096,
                 ..Default::default()
             },
             TierTelemetry::default(),
         ];
+        pol.decide(&Snapshot {
+            now_ns: 10,
+            quantum_ns: pol.quantum_ns(),
+            page_bytes: 4096,
+            tier_specs: &specs,
+            tiers: &tiers,
+            placement,
+            events,
+            tenants: &[],
+            controls: &tiermem_core::NO_CONTROLS,
+        })
+    }
+
+    #[test]
+    fn demotes_coldest_first_down_to_target() {
         // Pages 0..100 were touched recently; 100..200 never.
         let events: Vec<HeatEvent> = (0..100)
             .map(|p| HeatEvent::HintFault {
@@ -208,18 +229,7 @@ mod tests {
             })
             .collect();
         let mut pol = BudgetGuard::alone(1, 1, 1);
-        let snap = Snapshot {
-            now_ns: 10,
-            quantum_ns: 1,
-            page_bytes: 4096,
-            tier_specs: &specs,
-            tiers: &tiers,
-            placement: &placement,
-            events: &events,
-            tenants: &[],
-            controls: &tiermem_core::NO_CONTROLS,
-        };
-        let plan = pol.decide(&snap);
+        let plan = decide_on(&mut pol, &[TierId(0); 200], 200, 100, &events);
         // 200 resident, budget 100, headroom 16 -> demote 116: all 100 cold + 16 warm.
         assert_eq!(plan.pages(), 116);
         let cold = plan.moves.iter().filter(|m| m.range.start >= 100).count();
@@ -229,36 +239,11 @@ mod tests {
 
     #[test]
     fn under_budget_does_nothing() {
-        let specs = vec![
-            spec(TierKind::Dram),
-            spec(TierKind::Compressed {
-                codec: "lz4".into(),
-                allocator: "zsmalloc".into(),
-                backing: "dram".into(),
-            }),
-        ];
-        let placement = vec![TierId(0); 10];
-        let tiers = vec![
-            TierTelemetry {
-                used_bytes: 10 * 4096,
-                capacity_bytes: 100 * 4096,
-                ..Default::default()
-            },
-            TierTelemetry::default(),
-        ];
         let mut pol = BudgetGuard::alone(1, 1, 1);
-        let snap = Snapshot {
-            now_ns: 10,
-            quantum_ns: 1,
-            page_bytes: 4096,
-            tier_specs: &specs,
-            tiers: &tiers,
-            placement: &placement,
-            events: &[],
-            tenants: &[],
-            controls: &tiermem_core::NO_CONTROLS,
-        };
-        assert_eq!(pol.decide(&snap).pages(), 0);
+        assert_eq!(
+            decide_on(&mut pol, &[TierId(0); 10], 10, 100, &[]).pages(),
+            0
+        );
     }
 
     /// Promotes pages 0..50 (from tier 1), never touches the rest.
@@ -284,40 +269,13 @@ mod tests {
 
     #[test]
     fn guards_another_policys_plan_counting_its_promotions() {
-        let specs = vec![
-            spec(TierKind::Dram),
-            spec(TierKind::Compressed {
-                codec: "lz4".into(),
-                allocator: "zsmalloc".into(),
-                backing: "dram".into(),
-            }),
-        ];
         // Pages 0..50 compressed, 50..150 resident; budget 100 pages.
         let mut placement = vec![TierId(0); 150];
         placement[..50].fill(TierId(1));
-        let tiers = vec![
-            TierTelemetry {
-                used_bytes: 100 * 4096,
-                capacity_bytes: 100 * 4096,
-                ..Default::default()
-            },
-            TierTelemetry::default(),
-        ];
         let mut pol = BudgetGuard::over(Box::new(PromoteFirst50));
         assert_eq!(pol.name(), "promote50");
         assert_eq!(pol.quantum_ns(), 7);
-        let snap = Snapshot {
-            now_ns: 10,
-            quantum_ns: 7,
-            page_bytes: 4096,
-            tier_specs: &specs,
-            tiers: &tiers,
-            placement: &placement,
-            events: &[],
-            tenants: &[],
-            controls: &tiermem_core::NO_CONTROLS,
-        };
-        let plan = pol.decide(&snap);
+        let plan = decide_on(&mut pol, &placement, 100, 100, &[]);
         // 100 resident + 50 promoted = 150 > 100: demote 150 - (100 - 16) = 66 resident
         // pages, none of those the guarded plan moves.
         let demoted: Vec<u32> = plan

@@ -160,16 +160,29 @@ pub fn run(mut cmd: Command, stdin: Option<&[u8]>, secs: u64, what: &str) -> Out
 
 /// `tiermem run --dram-budget BUDGET -- argv...` with final stats written to a temp file.
 pub fn tiered(budget: &str, argv: &[&str]) -> (Command, PathBuf) {
+    tiered_with(&[], budget, argv)
+}
+
+/// `tiered` with more `tiermem run` options (`--policy NAME`) before the program.
+pub fn tiered_with(opts: &[&str], budget: &str, argv: &[&str]) -> (Command, PathBuf) {
     let stats = std::env::temp_dir().join(format!(
         "tiermem-test-{}-{}.json",
         std::process::id(),
         unique()
     ));
     let mut cmd = Command::new(tiermem());
-    cmd.args(["run", "--dram-budget", budget, "--"])
+    cmd.arg("run")
+        .args(opts)
+        .args(["--dram-budget", budget, "--"])
         .args(argv)
         .env("TIERMEM_STATS_OUT", &stats);
     (cmd, stats)
+}
+
+/// A number in a stats document; panics naming the field when it is missing.
+pub fn num(s: &serde_json::Value, k: &str) -> f64 {
+    s[k].as_f64()
+        .unwrap_or_else(|| panic!("stats field {k} missing: {s}"))
 }
 
 pub fn plain(argv: &[&str]) -> Command {
