@@ -250,7 +250,9 @@ pub fn render(s: &Stats) -> String {
         if s.uptime_s > 0.0 { s.cpu_s / s.uptime_s * 100.0 } else { 0.0 }
     ));
     o.push_str(&format!(
-        "process: anonymous {} of which unmanaged {} (stacks, pre-start blocks, shared/locked, tiermem's tables)   over budget max {}   waits for room {} ({:.2}s)\n",
+        "moves: {} pages in {} page-table operations   process: anonymous {} of which unmanaged {} (stacks, pre-start blocks, shared/locked, tiermem's tables)   over budget max {}   waits for room {} ({:.2}s)\n",
+        s.moved_pages,
+        s.move_ops,
         format_bytes(s.process_anon_bytes),
         format_bytes(s.unmanaged_anon_bytes),
         format_bytes(s.max_over_budget_bytes),

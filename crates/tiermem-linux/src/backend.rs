@@ -2,7 +2,7 @@
 //! thread runs the core [`Engine`] over it.
 
 use crate::config::RuntimeConfig;
-use crate::runtime::{MoveResult, Runtime, EVICT_BATCH, SHARED_RECHECK_NS};
+use crate::runtime::{MoveResult, RangeBufs, Runtime, EVICT_BATCH, EVICT_SLOTS, SHARED_RECHECK_NS};
 use crate::sys::{self, PAGE};
 use tiermem_core::{
     Applied, Backend, Capabilities, Controls, Engine, Error, ErrorKind, HeatEvent, PageRange, Plan,
@@ -25,7 +25,10 @@ pub fn capabilities() -> Capabilities {
         backend: "linux runtime".into(),
         trackers: vec![
             (TrackerKind::HintFault, Provision::Native),
-            (TrackerKind::Pebs, Provision::Emulated(PEBS_EMULATION.into())),
+            (
+                TrackerKind::Pebs,
+                Provision::Emulated(PEBS_EMULATION.into()),
+            ),
         ],
         telemetry: vec![
             (TelemetryKind::FaultRate, Provision::Native),
@@ -34,7 +37,7 @@ pub fn capabilities() -> Capabilities {
                 Provision::Emulated(LATENCY_EMULATION.into()),
             ),
         ],
-        max_granularity_bytes: PAGE as u64,
+        max_granularity_bytes: (EVICT_SLOTS * PAGE) as u64,
         max_tenants: 1,
         tier_limits: false,
         cpu_shares: false,
@@ -80,6 +83,7 @@ pub struct RuntimeBackend {
     now: u64,
     /// Compression output buffer of `apply` (used without the state lock).
     cbuf: Vec<u8>,
+    range_bufs: RangeBufs,
     /// The fault thread's kick counter as last seen (`Runtime::kick`).
     kicks_seen: u32,
     /// One tenant: this process.
@@ -110,6 +114,7 @@ impl RuntimeBackend {
             next_shared_check_ns: 0,
             now: sys::now_ns(),
             cbuf: Vec::with_capacity(8192),
+            range_bufs: RangeBufs::default(),
             kicks_seen: 0,
             tenants: vec![TenantSpec {
                 id: TenantId::FIRST,
@@ -279,52 +284,88 @@ impl RuntimeBackend {
                 // What `tiermem stat` shows: smoothed over the quanta that had faults (a
                 // quantum of HeMem's is 10 ms: most see none).
                 let shown = &mut st.latency_ns[self.telemetry.len()];
-                *shown = if *shown > 0.0 { *shown + 0.2 * (l - *shown) } else { l };
+                *shown = if *shown > 0.0 {
+                    *shown + 0.2 * (l - *shown)
+                } else {
+                    l
+                };
             }
             self.telemetry.push(tel);
         }
     }
 
+    /// Apply the plan's moves in order: single pages in batches of EVICT_BATCH (one
+    /// DONTNEED frees a batch's staging slots), ranges through `Runtime::move_range`, each
+    /// as one operation (the quota admits or drops a range whole).
     fn apply_moves(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
         let mut a = Applied::default();
-        let pages: Vec<(usize, u8)> = plan
-            .moves
-            .iter()
-            .flat_map(|m| m.range.pages().map(move |p| (p as usize, m.to.0)))
-            .collect();
-        let mut out = std::mem::take(&mut self.cbuf);
-        for chunk in pages.chunks(EVICT_BATCH) {
-            // The lock is taken per page and never across a compression (`Runtime::evict`),
-            // so a fault waits for at most one page move; the batch's staging slots are
-            // released with one DONTNEED at its end.
-            for (slot, &(p, to)) in chunk.iter().enumerate() {
-                a.pages_tried += 1;
-                if quota_bytes.is_some_and(|q| a.bytes_moved + PAGE as u64 > q) {
-                    a.pages_over_quota += 1;
+        let mut batch: Vec<(usize, u8)> = Vec::with_capacity(EVICT_BATCH);
+        for m in &plan.moves {
+            if m.range.len == 1 {
+                batch.push((m.range.start as usize, m.to.0));
+                if batch.len() == EVICT_BATCH {
+                    self.apply_pages(&batch, quota_bytes, &mut a);
+                    batch.clear();
+                }
+                continue;
+            }
+            self.apply_pages(&batch, quota_bytes, &mut a);
+            batch.clear();
+            let (start, len) = (m.range.start as usize, m.range.len as usize);
+            for i0 in (start..start + len).step_by(EVICT_SLOTS) {
+                let n = EVICT_SLOTS.min(start + len - i0);
+                let bytes = (n * PAGE) as u64;
+                a.pages_tried += n as u64;
+                if quota_bytes.is_some_and(|q| a.bytes_moved + bytes > q) {
+                    a.pages_over_quota += n as u64;
                     continue;
                 }
-                let r = {
-                    if to >= 1 {
-                        self.rt.evict(p, to, slot, &mut out)
-                    } else {
-                        let mut st = self.rt.lock();
-                        self.rt.move_page(&mut st, p, to, slot)
-                    }
-                };
-                match r {
-                    MoveResult::Applied => {
-                        a.pages_applied += 1;
-                        a.bytes_moved += PAGE as u64;
-                    }
-                    MoveResult::AlreadyThere => a.pages_already_there += 1,
-                    MoveResult::NoCapacity | MoveResult::Refused => a.pages_no_capacity += 1,
-                }
+                let r = self.rt.move_range(i0, n, m.to.0, &mut self.range_bufs);
+                a.pages_applied += r.applied;
+                a.bytes_moved += r.applied * PAGE as u64;
+                a.ops_applied += (r.applied > 0) as u64;
+                a.pages_already_there += r.already_there;
+                a.pages_no_capacity += r.no_capacity + r.refused;
             }
-            let mut st = self.rt.lock();
-            self.rt.end_batch(&mut st);
         }
-        self.cbuf = out;
+        self.apply_pages(&batch, quota_bytes, &mut a);
         a
+    }
+
+    /// One batch of single-page moves (at most EVICT_BATCH).
+    fn apply_pages(&mut self, batch: &[(usize, u8)], quota_bytes: Option<u64>, a: &mut Applied) {
+        if batch.is_empty() {
+            return;
+        }
+        let mut out = std::mem::take(&mut self.cbuf);
+        // The lock is taken per page and never across a compression (`Runtime::evict`), so
+        // a fault waits for at most one page move; the batch's staging slots are released
+        // with one DONTNEED at its end.
+        for (slot, &(p, to)) in batch.iter().enumerate() {
+            a.pages_tried += 1;
+            if quota_bytes.is_some_and(|q| a.bytes_moved + PAGE as u64 > q) {
+                a.pages_over_quota += 1;
+                continue;
+            }
+            let r = if to >= 1 {
+                self.rt.evict(p, to, slot, &mut out)
+            } else {
+                let mut st = self.rt.lock();
+                self.rt.move_page(&mut st, p, to, slot)
+            };
+            match r {
+                MoveResult::Applied => {
+                    a.pages_applied += 1;
+                    a.ops_applied += 1;
+                    a.bytes_moved += PAGE as u64;
+                }
+                MoveResult::AlreadyThere => a.pages_already_there += 1,
+                MoveResult::NoCapacity | MoveResult::Refused => a.pages_no_capacity += 1,
+            }
+        }
+        let mut st = self.rt.lock();
+        self.rt.end_batch(&mut st);
+        self.cbuf = out;
     }
 }
 

@@ -112,6 +112,12 @@ pub struct Stats {
     pub hint_faults: u64,
     pub first_touch_faults: u64,
     pub evict_busy: u64,
+    /// Page-table operations (UFFDIO_MOVE / UFFDIO_COPY calls) the manager made to move
+    /// pages between tiers, and the pages they moved (a 2 MiB range move: one, 512).
+    #[serde(default)]
+    pub move_ops: u64,
+    #[serde(default)]
+    pub moved_pages: u64,
     pub tiers: Vec<TierStats>,
     /// CPU seconds used by tiermem's own threads.
     pub cpu_s: f64,
@@ -218,6 +224,18 @@ impl Stats {
             "hint_faults",
             "Hint faults observed",
             self.hint_faults as f64,
+        );
+        g(
+            &mut s,
+            "move_ops",
+            "Page-table operations (UFFDIO_MOVE/COPY) made to move pages between tiers",
+            self.move_ops as f64,
+        );
+        g(
+            &mut s,
+            "moved_pages",
+            "Pages moved between tiers by those operations",
+            self.moved_pages as f64,
         );
         for t in &self.tiers {
             for (name, v) in [

@@ -117,11 +117,15 @@ fn op_result(r: i64) -> Op {
     if r == 0 {
         return Op::Done;
     }
-    match crate::sys::errno() {
+    op_of_errno(crate::sys::errno())
+}
+
+fn op_of_errno(e: i32) -> Op {
+    match e {
         libc::EEXIST => Op::Exists,
         libc::ENOENT => Op::NoEnt,
         libc::EBUSY => Op::Busy,
-        e => Op::Err(e),
+        _ => Op::Err(e),
     }
 }
 
@@ -247,6 +251,78 @@ impl Uffd {
             return op_result(r);
         }
         Op::Err(libc::EAGAIN)
+    }
+
+    /// Move the run of pages at `src` to `dst` (`len` bytes) with as few UFFDIO_MOVE calls
+    /// as the kernel allows: one, unless it stops partway. It then reports the bytes moved
+    /// (EAGAIN, `move` > 0) and the next call starts after them; an error on a page ends the
+    /// run there. Returns (bytes moved, how the run ended, ioctl calls made).
+    pub fn mv_run(&self, dst: usize, src: usize, len: usize, wake: bool) -> (usize, Op, u64) {
+        let mode = if wake { 0 } else { UFFDIO_MOVE_MODE_DONTWAKE };
+        let (mut done, mut calls) = (0usize, 0u64);
+        while calls < 10_000 {
+            let mut m = Move {
+                dst: (dst + done) as u64,
+                src: (src + done) as u64,
+                len: (len - done) as u64,
+                mode,
+                moved: 0,
+            };
+            calls += 1;
+            // SAFETY: `m` is a local uffdio_move; the kernel checks both ranges (they must be
+            // registered or ours).
+            let r = unsafe { libc::ioctl(self.fd, UFFDIO_MOVE as _, &mut m) } as i64;
+            if r == 0 {
+                return (len, Op::Done, calls);
+            }
+            let e = crate::sys::errno();
+            if m.moved > 0 {
+                done = (done + m.moved as usize).min(len);
+                if done == len {
+                    return (len, Op::Done, calls);
+                }
+                continue;
+            }
+            if e != libc::EAGAIN {
+                return (done, op_of_errno(e), calls);
+            }
+        }
+        (done, Op::Err(libc::EAGAIN), calls)
+    }
+
+    /// Install a copy of the `len` bytes at `src` over the empty run at `dst` with as few
+    /// UFFDIO_COPY calls as the kernel allows (as `mv_run`), waking faulting threads.
+    /// Returns (bytes installed, how the run ended, ioctl calls made).
+    pub fn copy_run(&self, dst: usize, src: *const u8, len: usize) -> (usize, Op, u64) {
+        let (mut done, mut calls) = (0usize, 0u64);
+        while calls < 10_000 {
+            let mut c = Copy {
+                dst: (dst + done) as u64,
+                src: src as u64 + done as u64,
+                len: (len - done) as u64,
+                mode: 0,
+                copy: 0,
+            };
+            calls += 1;
+            // SAFETY: `c` is a local uffdio_copy; the kernel reads `len - done` bytes at
+            // `src + done`, within the `len` bytes the caller provides.
+            let r = unsafe { libc::ioctl(self.fd, UFFDIO_COPY as _, &mut c) } as i64;
+            if r == 0 {
+                return (len, Op::Done, calls);
+            }
+            let e = crate::sys::errno();
+            if c.copy > 0 {
+                done = (done + c.copy as usize).min(len);
+                if done == len {
+                    return (len, Op::Done, calls);
+                }
+                continue;
+            }
+            if e != libc::EAGAIN {
+                return (done, op_of_errno(e), calls);
+            }
+        }
+        (done, Op::Err(libc::EAGAIN), calls)
     }
 
     /// Read pending messages without blocking; returns how many were read.

@@ -83,7 +83,10 @@ print("done", s > 0)
     let t0 = std::time::Instant::now();
     while t0.elapsed() < std::time::Duration::from_secs(10) {
         std::thread::sleep(std::time::Duration::from_millis(300));
-        let o = Command::new(tiermem()).args(["stat", &pid]).output().unwrap();
+        let o = Command::new(tiermem())
+            .args(["stat", &pid])
+            .output()
+            .unwrap();
         text = String::from_utf8_lossy(&o.stdout).into_owned();
         let tier_latency = text
             .lines()
@@ -102,7 +105,10 @@ print("done", s > 0)
     assert!(head.contains("latency"), "{text}");
     let tier1 = text.lines().find(|l| l.starts_with("1:")).unwrap_or("");
     let lat = latency_of(tier1);
-    assert!(lat.ends_with("us") || lat.ends_with("ms"), "no tier latency in: {text}");
+    assert!(
+        lat.ends_with("us") || lat.ends_with("ms"),
+        "no tier latency in: {text}"
+    );
 }
 
 /// A tier row's latency column: the one before the last (sizes print as "1.5 MiB").
@@ -138,6 +144,70 @@ print(hashlib.sha256(b).hexdigest())
     assert!(migrations_in(&s) >= 16 * 10, "{s}");
 }
 
+/// A 2 MiB move is one page-table operation on the runtime (one UFFDIO_MOVE out, one
+/// UFFDIO_COPY back), 4 KiB moves one each; ranges moved both ways while the program writes
+/// into them lose nothing.
+#[test]
+fn a_two_mib_move_is_one_page_table_operation_and_loses_nothing() {
+    if skip_e2e("python3") {
+        return;
+    }
+    require("python3", "python3");
+    let _h = heavy();
+    let prog = r#"
+import hashlib, random, time
+r = random.Random(7)
+n = 48 << 20
+b = bytearray(n)
+for i in range(0, n, 4096):
+    b[i:i + 256] = bytes([(i >> 12) % 251]) * 256
+for step in range(30):
+    time.sleep(0.1)
+    for _ in range(50):
+        j = r.randrange(n)
+        b[j] = (b[j] + step) % 256
+print(hashlib.sha256(b).hexdigest())
+"#;
+    let argv = ["python3", "-c", prog];
+    let want = ok(&run(plain(&argv), None, 60, "plain"), "plain");
+    let dir = std::env::temp_dir().join(format!("tiermem-range-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut per_op = Vec::new();
+    for granularity in ["2MiB", "4KiB"] {
+        let cfg = dir.join(format!("toy-{granularity}.toml"));
+        std::fs::write(
+            &cfg,
+            format!(
+                "[policy]\npolicy = \"toy_demote\"\npages_per_quantum = 4096\n\
+                 granularity = \"{granularity}\"\nround_trip = true\n"
+            ),
+        )
+        .unwrap();
+        let (cmd, stats) = tiered_with(&["--config", cfg.to_str().unwrap()], "unlimited", &argv);
+        let out = run(cmd, None, 180, granularity);
+        assert_eq!(ok(&out, granularity), want, "{granularity}: output differs");
+        let s = final_stats(&stats);
+        let (pages, ops) = (num(&s, "moved_pages"), num(&s, "move_ops"));
+        assert!(
+            pages >= 4.0 * 512.0,
+            "{granularity}: only {pages} pages moved: {s}"
+        );
+        per_op.push(pages / ops.max(1.0));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // Whole ranges move in one call each (a call the kernel stops partway adds one).
+    assert!(
+        per_op[0] >= 256.0,
+        "2 MiB moves: {} pages per operation",
+        per_op[0]
+    );
+    assert!(
+        per_op[1] <= 1.01,
+        "4 KiB moves: {} pages per operation",
+        per_op[1]
+    );
+}
+
 /// What the runtime cannot serve exits 2 with one line, before the program runs.
 #[test]
 fn unsupported_policies_are_refused_in_one_line() {
@@ -152,9 +222,18 @@ fn unsupported_policies_are_refused_in_one_line() {
             vec!["--config".into(), cfg.display().to_string()],
             &["`tpp`", "access-bit scanning", "hint-fault sampling"],
         ),
-        (vec!["--policy".into(), "static+colloid".into()], &["colloid", "static"]),
-        (vec!["--policy".into(), "budget+colloid".into()], &["budget", "hemem+colloid"]),
-        (vec!["--policy".into(), "autonuma".into()], &["autonuma", "hemem", "memtis"]),
+        (
+            vec!["--policy".into(), "static+colloid".into()],
+            &["colloid", "static"],
+        ),
+        (
+            vec!["--policy".into(), "budget+colloid".into()],
+            &["budget", "hemem+colloid"],
+        ),
+        (
+            vec!["--policy".into(), "autonuma".into()],
+            &["autonuma", "hemem", "memtis"],
+        ),
     ];
     for (args, words) in cases {
         let o = Command::new(tiermem())

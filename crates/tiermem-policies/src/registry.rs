@@ -98,6 +98,30 @@ fn default_params<T: PolicyParams>() -> Box<dyn Params> {
     Box::new(T::default())
 }
 
+impl PolicyEntry {
+    /// The system's name for plots and tables: its summary up to the first " (" or ":"
+    /// ("HeMem (SOSP'21): ..." -> "HeMem").
+    pub fn label(&self) -> &'static str {
+        let end = self
+            .summary
+            .find([':', '('])
+            .unwrap_or(self.summary.len());
+        self.summary[..end].trim_end()
+    }
+}
+
+/// The label of a system as a run names it: a registry policy ("hemem" -> "HeMem"), a
+/// policy with a layer ("hemem+colloid" -> "HeMem+Colloid"), or the name itself.
+pub fn system_label(system: &str) -> String {
+    let (base, layer) = system.split_once('+').unwrap_or((system, ""));
+    let base = lookup(base).map_or(base, |e| e.label());
+    match layer {
+        "" => base.to_string(),
+        "colloid" => format!("{base}+Colloid"),
+        other => format!("{base}+{other}"),
+    }
+}
+
 /// The entry named `name`.
 pub fn lookup(name: &str) -> Option<&'static PolicyEntry> {
     REGISTRY.iter().copied().find(|e| e.name == name)
@@ -163,5 +187,17 @@ mod tests {
             assert!(!lookup(n).unwrap().summary.is_empty(), "{n}");
         }
         assert!(lookup("autonuma").is_none());
+    }
+
+    #[test]
+    fn labels_come_from_the_summaries() {
+        assert_eq!(system_label("hemem"), "HeMem");
+        assert_eq!(system_label("memtis+colloid"), "MEMTIS+Colloid");
+        assert_eq!(system_label("tpp"), "TPP");
+        assert_eq!(system_label("best-case"), "best-case");
+        for n in names() {
+            let l = lookup(n).unwrap().label();
+            assert!(!l.is_empty() && l.len() <= 24, "`{n}`: label `{l}`");
+        }
     }
 }

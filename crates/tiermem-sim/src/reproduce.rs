@@ -39,6 +39,7 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
             )));
         }
     };
+    let summary = with_systems(summary);
     std::fs::create_dir_all(out).map_err(|e| Error::io(out.display(), e))?;
     let p = out.join("summary.json");
     std::fs::write(
@@ -47,6 +48,35 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
     )
     .map_err(|e| Error::io(p.display(), e))?;
     Ok(summary)
+}
+
+/// The run's metadata for plots: `systems`, every row's system in first-seen order, and
+/// `labels`, each system's name from the policy registry (the best case is the reference
+/// computed here, not a policy).
+fn with_systems(mut summary: Value) -> Value {
+    let mut systems: Vec<String> = Vec::new();
+    if let Some(rows) = summary["rows"].as_array() {
+        for r in rows {
+            if let Some(s) = r["system"].as_str() {
+                if !systems.iter().any(|x| x == s) {
+                    systems.push(s.to_string());
+                }
+            }
+        }
+    }
+    let labels: serde_json::Map<String, Value> = systems
+        .iter()
+        .map(|s| {
+            let label = match s.as_str() {
+                "best-case" => "Best case".to_string(),
+                other => tiermem_policies::registry::system_label(other),
+            };
+            (s.clone(), Value::String(label))
+        })
+        .collect();
+    summary["systems"] = json!(systems);
+    summary["labels"] = Value::Object(labels);
+    summary
 }
 
 pub use crate::overrides::set_path;

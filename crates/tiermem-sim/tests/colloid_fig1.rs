@@ -21,6 +21,18 @@ fn colloid_fig1_matches_paper_findings() {
         tiermem_sim::reproduce::run("colloid-fig1", &dir, true).expect("reproduction runs");
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(summary["experiment"], "colloid-fig1");
+    // The metadata plots read instead of a fixed list: systems in row order, labels from
+    // the policy registry.
+    let systems: Vec<&str> = summary["systems"]
+        .as_array()
+        .expect("systems")
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(systems.last(), Some(&"best-case"), "{systems:?}");
+    assert!(systems.contains(&"hemem"), "{systems:?}");
+    assert_eq!(summary["labels"]["hemem"], "HeMem");
+    assert_eq!(summary["labels"]["best-case"], "Best case");
     let rows = rows(&summary);
     assert_eq!(
         rows.len(),

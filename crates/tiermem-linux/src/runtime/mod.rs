@@ -23,7 +23,7 @@
 //!   page.rs     per-page state (Page, PageState, flags, Pin) and State::set
 //!   arena.rs    region reservation and the free map; release, untier, dontneed, remap
 //!   fault.rs    the fault thread: serve, promote, make_room
-//!   mover.rs    page moves between tiers: move_page, evict, end_batch (MoveResult)
+//!   mover.rs    page moves between tiers: move_page, evict, end_batch, move_range
 //!   sampler.rs  hint-fault sampling and the hint staging slots
 //!   thrash.rs   thrashing detection
 //!   fork.rs     atfork handling
@@ -38,7 +38,7 @@ mod sampler;
 mod thrash;
 
 pub use fork::SHARED_RECHECK_NS;
-pub use mover::MoveResult;
+pub use mover::{MoveResult, RangeBufs, RangeOutcome};
 pub use page::{Page, PageState, Pin, PoolHandle, NO_TIER};
 pub use thrash::{Thrash, THRASH_SHARE, THRASH_WINDOW_NS};
 
@@ -55,6 +55,11 @@ use tiermem_core::HeatEvent;
 
 /// Eviction batch: pages moved to the eviction staging area before one DONTNEED frees them.
 pub const EVICT_BATCH: usize = 32;
+/// Eviction staging slots: room for the largest range moved as one operation (2 MiB), whose
+/// pages one UFFDIO_MOVE stages side by side (`Runtime::move_range`).
+pub const EVICT_SLOTS: usize = 512;
+/// Huge page size: the arena starts on a multiple of it.
+const HUGE_BYTES: usize = 2 << 20;
 /// Hint staging slots (the eviction slots follow them in the same staging mapping).
 const HINT_SLOTS: usize = 4096;
 /// Minimum slack of the budget (1 MiB), see `State::limit_pages`.
@@ -115,6 +120,10 @@ pub struct State {
     pub room_wait_ns: u64,
     pub thrash: Thrash,
     pub evict_busy: u64,
+    /// Page-table operations (UFFDIO_MOVE / UFFDIO_COPY calls) the manager made to move
+    /// pages between tiers, and the pages they moved: a 2 MiB range move is one operation.
+    pub move_ops: u64,
+    pub moved_pages: u64,
     pub forks: u64,
     pub quanta: u64,
     /// The policy's tracker needs hint-fault samples even while the footprint fits the
@@ -203,23 +212,38 @@ impl Runtime {
         }
         let uffd = Uffd::open()?;
         let arena_bytes = (cfg.arena_bytes() as usize).min(16 << 40) & !(PAGE - 1);
+        // Reserve 2 MiB more and trim, so the arena starts 2 MiB-aligned: a range move of
+        // 2^k pages at a page index aligned to 2^k is then aligned in virtual memory too.
+        let reserve = arena_bytes + HUGE_BYTES;
         // SAFETY: a fresh PROT_NONE reservation at an address the kernel picks; no existing memory
         // is touched.
-        let arena = unsafe {
+        let base = unsafe {
             sys::mmap(
                 0,
-                arena_bytes,
+                reserve,
                 libc::PROT_NONE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
             )
         };
-        if arena < 0 {
+        if base < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let arena = arena as usize;
-        let staging_bytes = (HINT_SLOTS + EVICT_BATCH) * PAGE;
+        let base = base as usize;
+        let arena = base.next_multiple_of(HUGE_BYTES);
+        // SAFETY: both pieces are parts of the reservation just made that the arena does
+        // not use (either may be empty); nothing else maps them.
+        unsafe {
+            if arena > base {
+                sys::munmap(base, arena - base);
+            }
+            let end = arena + arena_bytes;
+            if base + reserve > end {
+                sys::munmap(end, base + reserve - end);
+            }
+        }
+        let staging_bytes = (HINT_SLOTS + EVICT_SLOTS) * PAGE;
         let staging = sys::map_anon(staging_bytes)?;
         // SAFETY: an advice on the staging mapping just created; no memory is freed.
         unsafe { sys::madvise(staging, staging_bytes, libc::MADV_NOHUGEPAGE) };
@@ -252,7 +276,7 @@ impl Runtime {
             blocks: HashMap::new(),
             tiers,
             hint_free: (0..HINT_SLOTS as u32).rev().collect(),
-            hint_owner: vec![(0, 0); HINT_SLOTS + EVICT_BATCH],
+            hint_owner: vec![(0, 0); HINT_SLOTS + EVICT_SLOTS],
             hint_dirty: Vec::new(),
             events: Vec::new(),
             resident: 0,
@@ -272,6 +296,8 @@ impl Runtime {
             room_wait_ns: 0,
             thrash: Thrash::default(),
             evict_busy: 0,
+            move_ops: 0,
+            moved_pages: 0,
             forks: 0,
             quanta: 0,
             sample_always: false,
@@ -375,6 +401,8 @@ impl Runtime {
             hint_faults: st.hint_faults,
             first_touch_faults: st.first_touch,
             evict_busy: st.evict_busy,
+            move_ops: st.move_ops,
+            moved_pages: st.moved_pages,
             tiers: st
                 .tiers
                 .iter()

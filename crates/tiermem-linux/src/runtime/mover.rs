@@ -8,12 +8,15 @@
 //!                                 `slot` of the current batch; takes the state lock itself
 //!   move_page(st, i, to, slot)    every other move (to DRAM, tier to tier), under the lock
 //!   end_batch(st)                 after each batch of at most EVICT_BATCH pages
+//!   move_range(i0, n, to, bufs)   the n pages from i0 (n <= EVICT_SLOTS) as one operation:
+//!                                 one UFFDIO_MOVE / UFFDIO_COPY per run of pages in the
+//!                                 same state (one for a range moved whole)
 //! ```
 //!
 //! Each answers a `MoveResult`. This mover keeps evicted pages compressed in pools.
 
 use super::page::{Page, PageState, PoolHandle, F_INCOMPRESSIBLE, F_PINNED, F_SHARED};
-use super::{lock, report, Runtime, State, EVICT_BATCH, HINT_SLOTS};
+use super::{lock, report, Runtime, State, EVICT_BATCH, EVICT_SLOTS, HINT_SLOTS};
 use crate::sys::{self, PAGE};
 use crate::uffd::Op;
 
@@ -37,7 +40,9 @@ impl Runtime {
             (PageState::Resident | PageState::Staged { .. }, _) => MoveResult::Refused,
             (PageState::Compressed { tier, .. }, t) if t == tier => MoveResult::AlreadyThere,
             (PageState::Compressed { .. }, 0) => {
+                st.move_ops += 1;
                 if self.promote(st, i, None) {
+                    st.moved_pages += 1;
                     MoveResult::Applied
                 } else {
                     MoveResult::Refused
@@ -116,8 +121,10 @@ impl Runtime {
             } else {
                 let es = HINT_SLOTS + slot;
                 let s = self.hint_base + es * PAGE;
+                st.move_ops += 1;
                 match self.uffd.mv(s, self.addr(i), PAGE, false) {
                     Op::Done => {
+                        st.moved_pages += 1;
                         st.hint_owner[es] = (i as u32, sys::now_ns());
                         st.set(i, Page::new(PageState::Staged { slot: es as u32 }, p.flags));
                         es
@@ -152,6 +159,27 @@ impl Runtime {
         let zero = is_zero(data);
         let packed = !zero && codec.compress(data, out, max).is_some();
         let mut st = lock(self);
+        self.commit_staged(
+            &mut st,
+            hs,
+            to,
+            zero,
+            packed.then_some(&out[..]),
+            was_resident,
+        )
+    }
+
+    /// The second half of an eviction, under the lock: the page compressed (or found all
+    /// zero) from staging slot `hs` is stored in tier `to`, if it is still staged there.
+    fn commit_staged(
+        &self,
+        st: &mut State,
+        hs: usize,
+        to: u8,
+        zero: bool,
+        packed: Option<&[u8]>,
+        was_resident: bool,
+    ) -> MoveResult {
         let j = st.hint_owner[hs].0 as usize;
         let p = if j < st.hwm as usize {
             st.pages[j]
@@ -167,17 +195,13 @@ impl Runtime {
         }
         let ti = to as usize - 1;
         if zero {
-            Self::free_slot(&mut st, hs as u32, true);
+            Self::free_slot(st, hs as u32, true);
             st.set(j, Page::new(PageState::Absent, p.flags));
             return MoveResult::Applied;
         }
-        match if packed {
-            st.tiers[ti].pool.store(out)
-        } else {
-            None
-        } {
+        match packed.and_then(|c| st.tiers[ti].pool.store(c)) {
             Some(h) => {
-                Self::free_slot(&mut st, hs as u32, true);
+                Self::free_slot(st, hs as u32, true);
                 let t = &mut st.tiers[ti];
                 t.pages += 1;
                 t.migr_in += 1;
@@ -191,7 +215,7 @@ impl Runtime {
             None => {
                 st.tiers[ti].rejected += 1;
                 if was_resident {
-                    self.promote(&mut st, j, None);
+                    self.promote(st, j, None);
                 }
                 st.pages[j].flags |= F_INCOMPRESSIBLE;
                 MoveResult::NoCapacity
@@ -216,6 +240,294 @@ impl Runtime {
         // stored or moved back.
         unsafe { sys::madvise(self.evict_base, EVICT_BATCH * PAGE, libc::MADV_DONTNEED) };
         self.flush_hint_dirty(st);
+    }
+}
+
+/// What happened to the pages of one range move, counted as `MoveResult`s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RangeOutcome {
+    pub applied: u64,
+    pub already_there: u64,
+    pub no_capacity: u64,
+    pub refused: u64,
+}
+
+impl RangeOutcome {
+    fn count(&mut self, r: MoveResult) {
+        match r {
+            MoveResult::Applied => self.applied += 1,
+            MoveResult::AlreadyThere => self.already_there += 1,
+            MoveResult::NoCapacity => self.no_capacity += 1,
+            MoveResult::Refused => self.refused += 1,
+        }
+    }
+}
+
+/// The manager's buffers for range moves, kept between moves.
+#[derive(Default)]
+pub struct RangeBufs {
+    /// (page, eviction slot) of each page staged by the range's UFFDIO_MOVE.
+    staged: Vec<(usize, usize)>,
+    /// Pages of the range that move one by one (staged for sampling, or in another
+    /// compressed tier): no page-table operation is saved on them.
+    single: Vec<usize>,
+    /// One compressed output per staged page (None: all zero / did not compress).
+    outs: Vec<Vec<u8>>,
+    /// The decompressed run a range promotion installs with one UFFDIO_COPY.
+    run: Vec<u8>,
+}
+
+impl Runtime {
+    /// Move the `n` pages from page `i0` (`n` <= EVICT_SLOTS; the engine checks alignment)
+    /// to tier `to` as one operation where the kernel allows it:
+    ///
+    /// * to a compressed tier: one UFFDIO_MOVE stages each run of resident pages in the
+    ///   eviction slots side by side (under the lock); they are compressed without it, and
+    ///   committed under it as `evict` does page by page;
+    /// * to DRAM: each run of compressed pages is decompressed into one buffer and installed
+    ///   with one UFFDIO_COPY (under the lock: a fault on the range waits for the whole run).
+    ///
+    /// A page the kernel refuses ends its run there (the rest goes on in a new call), as do
+    /// pages in another state; those that move alone (staged for sampling, in another
+    /// compressed tier) go through `evict` / `move_page`.
+    pub fn move_range(&self, i0: usize, n: usize, to: u8, bufs: &mut RangeBufs) -> RangeOutcome {
+        debug_assert!(n <= EVICT_SLOTS);
+        let n = n.min(EVICT_SLOTS);
+        let mut out = RangeOutcome::default();
+        {
+            let st = lock(self);
+            if i0 + n > st.hwm as usize || to as usize > st.tiers.len() || st.frozen {
+                out.refused = n as u64;
+                return out;
+            }
+        }
+        if to == 0 {
+            self.promote_range(i0, n, bufs, &mut out);
+        } else {
+            self.evict_range(i0, n, to, bufs, &mut out);
+        }
+        {
+            let mut st = lock(self);
+            // SAFETY: drops the range's eviction slots of our staging mapping; every page
+            // there was stored or moved back (the single moves below reuse slot 0).
+            unsafe { sys::madvise(self.evict_base, n * PAGE, libc::MADV_DONTNEED) };
+            self.flush_hint_dirty(&mut st);
+        }
+        if bufs.single.is_empty() {
+            return out;
+        }
+        let mut cbuf = std::mem::take(&mut bufs.run);
+        for k in 0..bufs.single.len() {
+            let i = bufs.single[k];
+            let r = if to == 0 {
+                let mut st = lock(self);
+                self.move_page(&mut st, i, to, 0)
+            } else {
+                self.evict(i, to, 0, &mut cbuf)
+            };
+            out.count(r);
+            let mut st = lock(self);
+            self.end_batch(&mut st);
+        }
+        bufs.run = cbuf;
+        out
+    }
+
+    fn evict_range(&self, i0: usize, n: usize, to: u8, b: &mut RangeBufs, out: &mut RangeOutcome) {
+        b.staged.clear();
+        b.single.clear();
+        let (codec, max) = {
+            let mut st = lock(self);
+            let now = sys::now_ns();
+            let movable = |p: Page| {
+                p.state == PageState::Resident
+                    && p.flags & (F_PINNED | F_SHARED | F_INCOMPRESSIBLE) == 0
+            };
+            let mut j = i0;
+            while j < i0 + n {
+                let p = st.pages[j];
+                if !movable(p) {
+                    match p.state {
+                        PageState::Staged { .. } => b.single.push(j),
+                        PageState::Compressed { tier, .. } if tier == to => out.already_there += 1,
+                        PageState::Compressed { .. } => b.single.push(j),
+                        PageState::Resident if p.flags & F_PINNED != 0 => out.refused += 1,
+                        PageState::Resident if p.flags & F_SHARED != 0 => {
+                            st.evict_busy += 1;
+                            out.refused += 1
+                        }
+                        PageState::Resident => out.no_capacity += 1, // incompressible
+                        PageState::Absent | PageState::Hole => out.refused += 1,
+                    }
+                    j += 1;
+                    continue;
+                }
+                let mut k = j + 1;
+                while k < i0 + n && movable(st.pages[k]) {
+                    k += 1;
+                }
+                // The run [j, k): one UFFDIO_MOVE into eviction slots j-i0.., unless the
+                // kernel stops at a page (then that page is dealt with and the rest goes on).
+                let mut a = j;
+                while a < k {
+                    let dst = self.evict_base + (a - i0) * PAGE;
+                    let (bytes, op, calls) =
+                        self.uffd.mv_run(dst, self.addr(a), (k - a) * PAGE, false);
+                    st.move_ops += calls;
+                    let moved = bytes / PAGE;
+                    st.moved_pages += moved as u64;
+                    for q in a..a + moved {
+                        let es = HINT_SLOTS + (q - i0);
+                        st.hint_owner[es] = (q as u32, now);
+                        let f = st.pages[q].flags;
+                        st.set(q, Page::new(PageState::Staged { slot: es as u32 }, f));
+                        b.staged.push((q, es));
+                    }
+                    a += moved;
+                    if a >= k {
+                        break;
+                    }
+                    let f = st.pages[a].flags;
+                    match op {
+                        // No page there (the kernel dropped it): it reads as zeros.
+                        Op::NoEnt => {
+                            st.set(a, Page::new(PageState::Absent, f));
+                            out.applied += 1;
+                        }
+                        Op::Busy => {
+                            st.evict_busy += 1;
+                            st.pages[a].flags |= F_SHARED;
+                            out.refused += 1;
+                        }
+                        other => {
+                            report(&format!(
+                                "range evict move of {:#x} failed: {other:?}",
+                                self.addr(a)
+                            ));
+                            let s = self.evict_base + (a - i0) * PAGE;
+                            // SAFETY: drops whatever the failed move left in our own eviction slot `s`.
+                            unsafe { sys::madvise(s, PAGE, libc::MADV_DONTNEED) };
+                            out.refused += 1;
+                        }
+                    }
+                    a += 1;
+                }
+                j = k;
+            }
+            let t = &st.tiers[to as usize - 1];
+            (t.codec, t.max_bytes)
+        };
+        // Compress without the lock (a racing move back leaves a zero page: see `evict`).
+        if b.outs.len() < b.staged.len() {
+            b.outs
+                .resize_with(b.staged.len(), || Vec::with_capacity(PAGE));
+        }
+        let mut kinds = Vec::with_capacity(b.staged.len());
+        for (k, &(_, es)) in b.staged.iter().enumerate() {
+            let data =
+                // SAFETY: slot `es` of our staging mapping holds this page (moved there under
+                // the lock); it is only read.
+                unsafe { std::slice::from_raw_parts((self.hint_base + es * PAGE) as *const u8, PAGE) };
+            let zero = is_zero(data);
+            let packed = !zero && codec.compress(data, &mut b.outs[k], max).is_some();
+            kinds.push((zero, packed));
+        }
+        let mut st = lock(self);
+        for (k, &(_, es)) in b.staged.iter().enumerate() {
+            let (zero, packed) = kinds[k];
+            let r = self.commit_staged(
+                &mut st,
+                es,
+                to,
+                zero,
+                packed.then_some(&b.outs[k][..]),
+                true,
+            );
+            out.count(r);
+        }
+    }
+
+    fn promote_range(&self, i0: usize, n: usize, b: &mut RangeBufs, out: &mut RangeOutcome) {
+        b.staged.clear();
+        b.single.clear();
+        b.run.resize(EVICT_SLOTS * PAGE, 0);
+        let mut st = lock(self);
+        let mut j = i0;
+        while j < i0 + n {
+            match st.pages[j].state {
+                PageState::Compressed { .. } if st.pages[j].flags & F_PINNED == 0 => {}
+                PageState::Resident | PageState::Staged { .. } => {
+                    out.already_there += 1;
+                    j += 1;
+                    continue;
+                }
+                _ => {
+                    out.refused += 1;
+                    j += 1;
+                    continue;
+                }
+            }
+            // Decompress the run of compressed pages from j into one buffer.
+            let (mut k, mut corrupt) = (j, false);
+            while k < i0 + n {
+                let p = st.pages[k];
+                let PageState::Compressed { tier, handle } = p.state else {
+                    break;
+                };
+                if p.flags & F_PINNED != 0 {
+                    break;
+                }
+                let t = &st.tiers[tier as usize - 1];
+                let dst = &mut b.run[(k - j) * PAGE..(k - j + 1) * PAGE];
+                if !t.codec.decompress(t.pool.get(handle.get()), dst) {
+                    report(&format!(
+                        "corrupt compressed page at {:#x}: kept in its tier",
+                        self.addr(k)
+                    ));
+                    corrupt = true;
+                    break;
+                }
+                k += 1;
+            }
+            // Install it: one UFFDIO_COPY unless the kernel stops at a page.
+            let mut a = j;
+            while a < k {
+                let src = b.run[(a - j) * PAGE..].as_ptr();
+                let (bytes, op, calls) = self.uffd.copy_run(self.addr(a), src, (k - a) * PAGE);
+                st.move_ops += calls;
+                let done = bytes / PAGE;
+                st.moved_pages += done as u64;
+                for q in a..a + done {
+                    let p = st.pages[q];
+                    if let PageState::Compressed { tier, handle } = p.state {
+                        let t = &mut st.tiers[tier as usize - 1];
+                        t.pool.free(handle.get());
+                        t.pages -= 1;
+                        t.migr_out += 1;
+                    }
+                    st.set(
+                        q,
+                        Page::new(PageState::Resident, p.flags & !F_INCOMPRESSIBLE),
+                    );
+                    out.applied += 1;
+                }
+                a += done;
+                if a < k {
+                    report(&format!(
+                        "install of {:#x} failed: {op:?}; page kept compressed",
+                        self.addr(a)
+                    ));
+                    out.refused += 1;
+                    a += 1;
+                }
+            }
+            if corrupt {
+                // The page that would not decompress stays where it is.
+                out.refused += 1;
+                k += 1;
+            }
+            j = k;
+        }
     }
 }
 

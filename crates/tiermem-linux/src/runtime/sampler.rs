@@ -2,7 +2,7 @@
 //! faults and reports how long the page went untouched. Also the staging slots' bookkeeping.
 
 use super::page::{Page, PageState, F_PINNED, F_SHARED};
-use super::{lock, Runtime, State, EVICT_BATCH, HINT_SLOTS};
+use super::{lock, Runtime, State, EVICT_SLOTS, HINT_SLOTS};
 use crate::sys::{self, PAGE};
 use crate::uffd::Op;
 
@@ -29,7 +29,7 @@ impl Runtime {
     }
 
     pub(super) fn in_staging(&self, a: usize) -> bool {
-        a >= self.hint_base && a < self.hint_base + (HINT_SLOTS + EVICT_BATCH) * PAGE
+        a >= self.hint_base && a < self.hint_base + (HINT_SLOTS + EVICT_SLOTS) * PAGE
     }
 
     /// Hint-fault sampling: move up to `n` resident pages (round robin) to hint slots; their
