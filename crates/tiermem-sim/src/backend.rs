@@ -37,6 +37,9 @@ pub struct Record {
     pub pages_applied: f64,
     /// Faults per second on each tier (compressed tiers; 0 elsewhere).
     pub faults_per_s: Vec<f64>,
+    /// Per tenant: operations per second and the share of its reads each tier served.
+    pub tenant_ops_per_s: Vec<f64>,
+    pub tenant_app_share: Vec<Vec<f64>>,
 }
 
 #[derive(Default)]
@@ -50,6 +53,9 @@ struct Accum {
     app_lines: Vec<f64>,
     occupancy: Vec<f64>,
     reads: Vec<f64>,
+    /// Per tenant: operations, and read lines per tier.
+    tenant_ops: Vec<f64>,
+    tenant_lines: Vec<Vec<f64>>,
 }
 
 impl Accum {
@@ -62,6 +68,23 @@ impl Accum {
             occupancy: vec![0.0; n],
             reads: vec![0.0; n],
             ..Default::default()
+        }
+    }
+    /// Add tenant `t`'s operations at `ops_per_s` with read lines `lines_per_s` per tier.
+    fn add_tenant(
+        &mut self,
+        t: usize,
+        ops_per_s: f64,
+        lines_per_s: impl Iterator<Item = f64>,
+        dt_s: f64,
+    ) {
+        if self.tenant_ops.len() <= t {
+            self.tenant_ops.resize(t + 1, 0.0);
+            self.tenant_lines.resize(t + 1, vec![0.0; self.lat.len()]);
+        }
+        self.tenant_ops[t] += ops_per_s * dt_s;
+        for (acc, l) in self.tenant_lines[t].iter_mut().zip(lines_per_s) {
+            *acc += l * dt_s;
         }
     }
     fn add(&mut self, eq: &Equilibrium, dt_s: f64) {
@@ -84,6 +107,41 @@ impl Accum {
     }
 }
 
+/// One tenant's workload on its own cores, over its span of the page space.
+struct TenantLoad {
+    workload: Box<dyn Workload>,
+    /// Its first page (its pages are `start..start + workload.page_count()`).
+    start: usize,
+    cores: f64,
+    shape: OpShape,
+    /// The share of its operations' reads each tier serves (sums to 1), maintained
+    /// incrementally.
+    mass: Vec<f64>,
+    exact: bool,
+    /// Its sampled accesses per tier since the last recompute (traces: no probabilities).
+    measured: Vec<u64>,
+    sample_carry: f64,
+    /// Its operations per second in the last solve.
+    ops_per_s: f64,
+    /// Migration operations on its pages (one per applied move, whatever its size) not
+    /// yet charged: each stops its cores for a TLB shootdown.
+    pending_mig_ops: f64,
+    /// Fault service time (ns of its cores' time) not yet charged to an epoch.
+    fault_carry_ns: f64,
+    /// Per tier: the access probability of its stuck compressed pages.
+    stuck_mass: Vec<f64>,
+}
+
+impl TenantLoad {
+    fn span(&self) -> std::ops::Range<usize> {
+        self.start..self.start + self.workload.page_count() as usize
+    }
+    /// Page `p`'s (global index) probability per operation of this tenant.
+    fn prob(&self, p: usize) -> Option<f64> {
+        self.workload.probabilities().map(|pr| pr[p - self.start])
+    }
+}
+
 pub struct SimBackend {
     page_bytes: u64,
     specs: Vec<TierSpec>,
@@ -91,13 +149,13 @@ pub struct SimBackend {
     capacity_pages: Vec<u64>,
     used_pages: Vec<u64>,
     placement: Vec<TierId>,
-    workload: Box<dyn Workload>,
-    shape: OpShape,
-    /// Application operation mass per tier.
-    mass: Vec<f64>,
-    exact: bool,
+    /// The tenants' workloads, in page order: tenant `t`'s pages follow tenant `t-1`'s
+    /// (one tenant: the config's `[workload]`).
+    loads: Vec<TenantLoad>,
     applies_since_recompute: u32,
-    measured: Vec<u64>,
+    /// Several tenants: every page's access rate share (its tenant's probability times
+    /// the tenant's share of the operations) for exact trackers, rebuilt each epoch.
+    rates: Vec<f64>,
     tracker: SimTracker,
     events: Vec<HeatEvent>,
     telemetry: Vec<TierTelemetry>,
@@ -111,12 +169,9 @@ pub struct SimBackend {
     antagonist_mlp: f64,
     accesses_per_sample: f64,
     scale: f64,
-    sample_carry: f64,
     // Migration effects of the last `apply`, spread over the next `advance`.
     pending_mig_read: Vec<f64>,
     pending_mig_write: Vec<f64>,
-    /// Migration operations (one per applied move, whatever its size).
-    pending_mig_ops: f64,
     last_quantum_ns: u64,
     /// Fixed CPU cost per migration operation (config `per_page_ns`: one page was one
     /// operation before range moves).
@@ -147,13 +202,10 @@ pub struct SimBackend {
     /// entry of each page (a page that left the pool leaves a stale heap entry).
     due: BinaryHeap<Reverse<(u64, PageIdx)>>,
     due_of: HashMap<PageIdx, u64>,
-    /// Fault service time (ns of app-core time) not yet charged to an epoch.
-    fault_carry_ns: f64,
     /// Compressed pages that faulted when tier 0 was full: they stay, and every access to
     /// them faults (a per-operation cost in the machine, `stuck_mass` per tier). Ordered,
     /// for determinism.
     stuck: std::collections::BTreeSet<PageIdx>,
-    stuck_mass: Vec<f64>,
     quantum_faults: Vec<f64>,
     interval_faults: Vec<f64>,
     fault_events: Vec<HeatEvent>,
@@ -162,22 +214,16 @@ pub struct SimBackend {
 impl SimBackend {
     pub fn new(cfg: &SimConfig) -> Result<SimBackend> {
         let page_bytes = cfg.page_bytes()?;
-        let run = Self::the_tenant(cfg)?;
-        let workload = crate::workload::build(run.workload, page_bytes, cfg.scale, cfg.seed)?;
-        Self::with_workload(cfg, workload)
-    }
-
-    /// The one tenant this backend runs (`capabilities().max_tenants` is 1): several
-    /// `[[tenants]]` are a config error naming the field.
-    fn the_tenant(cfg: &SimConfig) -> Result<crate::config::TenantRun<'_>> {
-        let mut runs = cfg.tenant_runs()?;
-        if runs.len() > 1 {
-            return Err(tiermem_core::config::invalid(
-                "tenants",
-                format!("{} tenants given; the simulator runs one tenant so far (its shared-tier solve, Machine::solve_tenants, is not yet wired to the backend): give one `[[tenants]]` entry or the top-level `[workload]`", runs.len()),
-            ));
+        let mut tenants = Vec::new();
+        for (t, run) in cfg.tenant_runs()?.into_iter().enumerate() {
+            // Each tenant its own seed stream, the first the config's own (one tenant runs
+            // exactly as the top-level workload did).
+            let seed = cfg.seed.wrapping_add(t as u64 * 0x9e37_79b9_7f4a_7c15);
+            let w = crate::workload::build(run.workload, page_bytes, cfg.scale, seed)?;
+            let name = run.name.map_or_else(|| w.name(), str::to_string);
+            tenants.push((name, run.cores, w));
         }
-        Ok(runs.remove(0))
+        Self::with_tenants(cfg, tenants)
     }
 
     /// Pages now in each tier.
@@ -185,7 +231,11 @@ impl SimBackend {
         &self.used_pages
     }
 
-    pub fn with_workload(cfg: &SimConfig, workload: Box<dyn Workload>) -> Result<SimBackend> {
+    /// A backend running `tenants` (name, cores, workload), their pages in that order.
+    pub fn with_tenants(
+        cfg: &SimConfig,
+        tenants: Vec<(String, f64, Box<dyn Workload>)>,
+    ) -> Result<SimBackend> {
         let page_bytes = cfg.page_bytes()?;
         let n = cfg.machine.tiers.len();
         let mut specs = Vec::new();
@@ -238,17 +288,16 @@ impl SimBackend {
             specs.push(spec);
         }
         let m = &cfg.machine;
-        let run = Self::the_tenant(cfg)?;
         let machine = Machine {
             tiers,
             cores: CoreModel {
-                cores: run.cores,
+                cores: tenants.iter().map(|t| t.1).sum(),
                 ops_in_flight: m.ops_in_flight,
                 mlp_lines: m.mlp_lines,
                 compute_ns_per_op: m.compute_ns_per_op,
             },
         };
-        let pages = workload.page_count() as u64;
+        let pages: u64 = tenants.iter().map(|t| t.2.page_count() as u64).sum();
         // The memory tiers hold the initial placement; pages beyond them start compressed
         // (reclaimed into the pools, in tier order, as packing allows).
         let memory_cap: Vec<u64> = capacity_pages
@@ -295,10 +344,36 @@ impl SimBackend {
         for t in &placement {
             used_pages[t.index()] += 1;
         }
-        let mut workload = workload;
-        workload.set_accesses_per_sample(cfg.accesses_per_sample);
-        let shape = workload.op_shape();
-        let exact = workload.probabilities().is_some();
+        let mut loads = Vec::new();
+        let mut specs_t = Vec::new();
+        let mut start = 0usize;
+        for (name, cores, mut workload) in tenants {
+            workload.set_accesses_per_sample(cfg.accesses_per_sample);
+            let len = workload.page_count() as usize;
+            specs_t.push(TenantSpec {
+                id: TenantId(specs_t.len() as u16),
+                name,
+                pages: PageRange {
+                    start: start as u32,
+                    len: len as u32,
+                },
+            });
+            loads.push(TenantLoad {
+                shape: workload.op_shape(),
+                exact: workload.probabilities().is_some(),
+                workload,
+                start,
+                cores,
+                mass: vec![0.0; n],
+                measured: vec![0; n],
+                sample_carry: 0.0,
+                ops_per_s: 0.0,
+                pending_mig_ops: 0.0,
+                fault_carry_ns: 0.0,
+                stuck_mass: vec![0.0; n],
+            });
+            start += len;
+        }
         let mut b = SimBackend {
             page_bytes,
             specs,
@@ -306,12 +381,9 @@ impl SimBackend {
             capacity_pages,
             used_pages,
             placement,
-            workload,
-            shape,
-            mass: vec![0.0; n],
-            exact,
+            loads,
             applies_since_recompute: 0,
-            measured: vec![0; n],
+            rates: Vec::new(),
             tracker: SimTracker::None,
             events: Vec::new(),
             telemetry: vec![TierTelemetry::default(); n],
@@ -325,10 +397,8 @@ impl SimBackend {
             antagonist_mlp: m.antagonist_mlp,
             accesses_per_sample: cfg.accesses_per_sample,
             scale: cfg.scale,
-            sample_carry: 0.0,
             pending_mig_read: vec![0.0; n],
             pending_mig_write: vec![0.0; n],
-            pending_mig_ops: 0.0,
             last_quantum_ns: 10_000_000,
             per_op_ns: m.migration.per_page_ns,
             copy_bytes_per_s: m.migration.copy_gbps * 1e9,
@@ -341,7 +411,7 @@ impl SimBackend {
             interval_applied: 0.0,
             records: Vec::new(),
             last_eq: Equilibrium::default(),
-            tenants: Vec::new(),
+            tenants: specs_t,
             tenant_used: Vec::new(),
             controls: Controls::default(),
             any_compressed: pools.iter().any(Option::is_some),
@@ -353,22 +423,12 @@ impl SimBackend {
             fault_ns: m.compressed_fault_ns,
             due: BinaryHeap::new(),
             due_of: HashMap::new(),
-            fault_carry_ns: 0.0,
             stuck: Default::default(),
-            stuck_mass: vec![0.0; n],
             quantum_faults: vec![0.0; n],
             interval_faults: vec![0.0; n],
             fault_events: Vec::new(),
         };
-        b.tenants = vec![TenantSpec {
-            id: TenantId::FIRST,
-            name: run.name.map_or_else(|| b.workload.name(), str::to_string),
-            pages: PageRange {
-                start: 0,
-                len: b.placement.len() as u32,
-            },
-        }];
-        b.tenant_used = vec![b.used_pages.clone()];
+        b.tenant_used = b.count_tenant_used();
         b.recompute_mass();
         if b.any_compressed {
             for p in 0..b.placement.len() {
@@ -406,11 +466,36 @@ impl SimBackend {
                 .map(|t| t.capacity() * size_of::<u64>() + size_of::<Vec<u64>>())
                 .sum::<usize>()
     }
+    /// The first tenant's workload (the only one without `[[tenants]]`).
     pub fn workload(&self) -> &dyn Workload {
-        self.workload.as_ref()
+        self.loads[0].workload.as_ref()
     }
+    /// Every tenant's workload has ended (a trace replayed to its end).
     pub fn finished(&self) -> bool {
-        self.workload.finished()
+        self.loads.iter().all(|l| l.workload.finished())
+    }
+    /// Per tenant: its operations per second in the last epoch.
+    pub fn tenant_ops_per_s(&self) -> Vec<f64> {
+        self.loads.iter().map(|l| l.ops_per_s).collect()
+    }
+    /// Pages of each tenant in each tier, counted from the placement.
+    fn count_tenant_used(&self) -> Vec<Vec<u64>> {
+        self.loads
+            .iter()
+            .map(|l| {
+                let mut u = vec![0u64; self.specs.len()];
+                for p in l.span() {
+                    u[self.placement[p].index()] += 1;
+                }
+                u
+            })
+            .collect()
+    }
+    /// The tenant (index into `loads`) page `p` belongs to.
+    fn tenant_of(&self, p: usize) -> usize {
+        self.loads
+            .partition_point(|l| l.start <= p)
+            .saturating_sub(1)
     }
     pub fn capacity_pages(&self) -> &[u64] {
         &self.capacity_pages
@@ -459,45 +544,46 @@ impl SimBackend {
         self.due.clear();
         self.due_of.clear();
         self.stuck.clear();
-        self.stuck_mass.iter_mut().for_each(|m| *m = 0.0);
+        for l in &mut self.loads {
+            l.stuck_mass.iter_mut().for_each(|m| *m = 0.0);
+        }
         for p in 0..self.placement.len() {
             if self.pools[self.placement[p].index()].is_some() {
                 self.schedule_fault(p);
             }
         }
-        self.tenant_used = self
-            .tenants
-            .iter()
-            .map(|t| {
-                let mut u = vec![0u64; self.specs.len()];
-                for p in t.pages.pages() {
-                    u[self.placement[p as usize].index()] += 1;
-                }
-                u
-            })
-            .collect();
+        self.tenant_used = self.count_tenant_used();
         self.used_pages = used;
         self.recompute_mass();
         Ok(())
     }
 
     fn recompute_mass(&mut self) {
+        for t in 0..self.loads.len() {
+            self.recompute_tenant_mass(t);
+        }
+        self.applies_since_recompute = 0;
+    }
+
+    fn recompute_tenant_mass(&mut self, t: usize) {
         let n = self.specs.len();
+        let l = &self.loads[t];
+        let span = l.span();
         let mut mass = vec![0.0; n];
-        match self.workload.probabilities() {
+        match l.workload.probabilities() {
             Some(p) => {
-                for (page, t) in self.placement.iter().enumerate() {
-                    mass[t.index()] += p[page];
+                for (page, tier) in self.placement[span.clone()].iter().enumerate() {
+                    mass[tier.index()] += p[page];
                 }
             }
             None => {
-                let total: u64 = self.measured.iter().sum();
+                let total: u64 = l.measured.iter().sum();
                 if total == 0 {
-                    for t in &self.placement {
-                        mass[t.index()] += 1.0 / self.placement.len().max(1) as f64;
+                    for tier in &self.placement[span.clone()] {
+                        mass[tier.index()] += 1.0 / span.len().max(1) as f64;
                     }
                 } else {
-                    for (m, &c) in mass.iter_mut().zip(&self.measured).take(n) {
+                    for (m, &c) in mass.iter_mut().zip(&l.measured).take(n) {
                         *m = c as f64 / total as f64;
                     }
                 }
@@ -507,8 +593,7 @@ impl SimBackend {
         if sum > 0.0 {
             mass.iter_mut().for_each(|m| *m /= sum);
         }
-        self.mass = mass;
-        self.applies_since_recompute = 0;
+        self.loads[t].mass = mass;
     }
 
     /// The fraction of a page lz4 compresses page `p` to.
@@ -525,14 +610,15 @@ impl SimBackend {
         }
     }
 
-    /// The access mass the machine sees: a compressed page's accesses are faults (charged
-    /// as app-core stall when they happen) after which the page is in tier 0, so its mass
-    /// counts there.
-    fn demand_mass(&self) -> Cow<'_, [f64]> {
+    /// The access mass the machine sees from tenant `t`: a compressed page's accesses are
+    /// faults (charged as core stall when they happen) after which the page is in tier 0,
+    /// so its mass counts there.
+    fn demand_mass(&self, t: usize) -> Cow<'_, [f64]> {
+        let mass = &self.loads[t].mass;
         if !self.any_compressed {
-            return Cow::Borrowed(&self.mass);
+            return Cow::Borrowed(mass);
         }
-        let mut m = self.mass.clone();
+        let mut m = mass.clone();
         for (i, pool) in self.pools.iter().enumerate() {
             if pool.is_some() {
                 m[0] += m[i];
@@ -545,15 +631,19 @@ impl SimBackend {
     /// Stationary workloads: draw when page `p` (now in a compressed tier) is next
     /// accessed, `Exp(T_ops · p_page)` from now. Traces fault on their sampled accesses.
     fn schedule_fault(&mut self, p: usize) {
-        let Some(probs) = self.workload.probabilities() else {
+        let t = self.tenant_of(p);
+        let Some(w) = self.loads[t].prob(p) else {
             return;
         };
-        let w = probs[p];
         if self.last_eq.app_ops_per_s <= 0.0 {
             // Before the first epoch: the rate the machine would run at now.
-            self.last_eq = self.solve_now();
+            let (eq, ops) = self.solve_now_per_tenant();
+            self.last_eq = eq;
+            for (l, o) in self.loads.iter_mut().zip(ops) {
+                l.ops_per_s = o;
+            }
         }
-        let rate = self.last_eq.app_ops_per_s * w;
+        let rate = self.loads[t].ops_per_s * w;
         if rate <= 0.0 {
             self.due_of.remove(&(p as PageIdx));
             return;
@@ -567,28 +657,27 @@ impl SimBackend {
 
     /// Page `p`, in a compressed tier, is accessed: it faults, is decompressed and moves to
     /// tier 0 when tier 0 has room (otherwise it is served and stays, and faults again).
-    /// Returns the app-core time the fault took.
-    fn fault(&mut self, p: usize) -> f64 {
+    /// Returns the faulting tenant and the time its core spent on the fault.
+    fn fault(&mut self, p: usize) -> (usize, f64) {
         let from = self.placement[p];
+        let tenant = self.tenant_of(p);
         let Some(pool) = &self.pools[from.index()] else {
-            return 0.0;
+            return (tenant, 0.0);
         };
         let cost = self.fault_ns + pool.codec.decompress_ns;
         self.quantum_faults[from.index()] += 1.0;
         self.interval_faults[from.index()] += 1.0;
         self.fault_events
             .push(HeatEvent::TierFault { page: p as PageIdx });
-        let tenant =
-            tiermem_core::tenant::tenant_of(&self.tenants, p as PageIdx).map_or(0, |t| t.index());
-        let w = self.workload.probabilities().map(|pr| pr[p]);
+        let w = self.loads[tenant].prob(p);
         if self.used_pages[0] < self.capacity_pages[0] {
             self.relocate(p, TierId::DEFAULT, tenant, w);
         } else if let Some(w) = w {
             if self.stuck.insert(p as PageIdx) {
-                self.stuck_mass[from.index()] += w;
+                self.loads[tenant].stuck_mass[from.index()] += w;
             }
         }
-        cost
+        (tenant, cost)
     }
 
     /// Move page `p` to `to`, keeping every count in step: tiers, the tenant's, pools
@@ -602,8 +691,9 @@ impl SimBackend {
         self.tenant_used[tenant][from.index()] -= 1;
         self.tenant_used[tenant][to.index()] += 1;
         if let Some(w) = w {
-            self.mass[from.index()] -= w;
-            self.mass[to.index()] += w;
+            let mass = &mut self.loads[tenant].mass;
+            mass[from.index()] -= w;
+            mass[to.index()] += w;
         }
         self.pending_mig_read[from.index()] += self.page_bytes as f64;
         self.pending_mig_write[to.index()] += self.page_bytes as f64;
@@ -614,7 +704,7 @@ impl SimBackend {
                 pool.remove(pool.compressed_bytes(f));
                 self.due_of.remove(&(p as PageIdx));
                 if self.stuck.remove(&(p as PageIdx)) {
-                    self.stuck_mass[from.index()] -= w.unwrap_or(0.0);
+                    self.loads[tenant].stuck_mass[from.index()] -= w.unwrap_or(0.0);
                 }
             }
             if self.pools[to.index()].is_some() {
@@ -623,14 +713,14 @@ impl SimBackend {
         }
     }
 
-    /// Per-operation fault time of the stuck compressed pages (0 without any).
-    fn stuck_fault_ns_per_op(&self) -> f64 {
+    /// Per-operation fault time of tenant `t`'s stuck compressed pages (0 without any).
+    fn stuck_fault_ns_per_op(&self, t: usize) -> f64 {
         if self.stuck.is_empty() {
             return 0.0;
         }
         self.pools
             .iter()
-            .zip(&self.stuck_mass)
+            .zip(&self.loads[t].stuck_mass)
             .filter_map(|(pool, m)| {
                 pool.as_ref()
                     .map(|p| m.max(0.0) * (self.fault_ns + p.codec.decompress_ns))
@@ -671,9 +761,11 @@ impl SimBackend {
     /// Next time something scheduled changes (antagonist start/end, workload phase), after `now`.
     fn next_change_ns(&self, now_ns: u64) -> u64 {
         let mut next = self
-            .workload
-            .next_change_ns()
+            .loads
+            .iter()
+            .filter_map(|l| l.workload.next_change_ns())
             .filter(|&t| t > now_ns)
+            .min()
             .unwrap_or(u64::MAX);
         for a in &self.antagonists {
             for t in [Some(a.start_s), a.end_s].into_iter().flatten() {
@@ -693,28 +785,64 @@ impl SimBackend {
 
     /// Solve the machine for the current placement and schedule, without advancing time.
     pub fn solve_now(&self) -> Equilibrium {
-        let zero = vec![0.0; self.specs.len()];
-        let ant = self.antagonist_cores(self.now_ns);
-        let mass = self.demand_mass();
-        self.machine.solve(&Demand {
-            mass: &mass,
-            lines_per_op: self.shape.lines_per_op as f64,
-            written_lines_per_op: self.shape.written_lines_per_op,
-            antagonist_cores: &ant,
-            antagonist_mlp: self.antagonist_mlp,
-            migration_read_bytes_per_s: &zero,
-            migration_write_bytes_per_s: &zero,
-            app_stall: 0.0,
-            fault_ns_per_op: self.stuck_fault_ns_per_op(),
-        })
+        self.solve_now_per_tenant().0
     }
 
-    fn epoch(&mut self, step_ns: u64, mig_read: &[f64], mig_write: &[f64], stall: f64) {
-        if self.workload.advance_to(self.now_ns) {
-            self.shape = self.workload.op_shape();
+    fn solve_now_per_tenant(&self) -> (Equilibrium, Vec<f64>) {
+        let zero = vec![0.0; self.specs.len()];
+        self.solve(&zero, &zero, &vec![0.0; self.loads.len()])
+    }
+
+    /// One epoch's fixed point: the machine's equilibrium (all tenants together) and each
+    /// tenant's operations per second. One tenant: `Machine::solve` (exact); several:
+    /// `Machine::solve_tenants`, each tenant on its own cores with its own demand, the
+    /// antagonists and the migration traffic shared.
+    fn solve(&self, mig_read: &[f64], mig_write: &[f64], stall: &[f64]) -> (Equilibrium, Vec<f64>) {
+        let ant = self.antagonist_cores(self.now_ns);
+        let k = self.loads.len();
+        let masses: Vec<Cow<'_, [f64]>> = (0..k).map(|t| self.demand_mass(t)).collect();
+        let demand = |t: usize| Demand {
+            mass: &masses[t],
+            lines_per_op: self.loads[t].shape.lines_per_op as f64,
+            written_lines_per_op: self.loads[t].shape.written_lines_per_op,
+            antagonist_cores: &ant,
+            antagonist_mlp: self.antagonist_mlp,
+            migration_read_bytes_per_s: mig_read,
+            migration_write_bytes_per_s: mig_write,
+            app_stall: stall[t],
+            fault_ns_per_op: self.stuck_fault_ns_per_op(t),
+        };
+        if k == 1 {
+            let eq = self.machine.solve(&demand(0));
+            let ops = vec![eq.app_ops_per_s];
+            return (eq, ops);
+        }
+        let tenants: Vec<(CoreModel, Demand<'_>)> = (0..k)
+            .map(|t| {
+                let cores = CoreModel {
+                    cores: self.loads[t].cores,
+                    ..self.machine.cores
+                };
+                (cores, demand(t))
+            })
+            .collect();
+        let te = self.machine.solve_tenants(&tenants);
+        (te.total, te.ops_per_s)
+    }
+
+    fn epoch(&mut self, step_ns: u64, mig_read: &[f64], mig_write: &[f64], stall: &[f64]) {
+        let k = self.loads.len();
+        let mut changed = false;
+        for l in &mut self.loads {
+            if l.workload.advance_to(self.now_ns) {
+                l.shape = l.workload.op_shape();
+                l.exact = l.workload.probabilities().is_some();
+                changed = true;
+            }
+        }
+        if changed {
             self.tracker
-                .set_lines_per_op(self.shape.lines_per_op.max(1) as f64);
-            self.exact = self.workload.probabilities().is_some();
+                .set_lines_per_op(self.loads[0].shape.lines_per_op.max(1) as f64);
             self.recompute_mass();
             if self.any_compressed {
                 // New access probabilities: redraw every compressed page's next access.
@@ -724,32 +852,40 @@ impl SimBackend {
                 for p in pages {
                     self.schedule_fault(p as usize);
                 }
-                let mut stuck_mass = vec![0.0; self.stuck_mass.len()];
-                if let Some(pr) = self.workload.probabilities() {
-                    for &p in &self.stuck {
-                        stuck_mass[self.placement[p as usize].index()] += pr[p as usize];
+                for l in &mut self.loads {
+                    l.stuck_mass.iter_mut().for_each(|m| *m = 0.0);
+                }
+                for p in self.stuck.iter().map(|&p| p as usize).collect::<Vec<_>>() {
+                    let t = self.tenant_of(p);
+                    if let Some(w) = self.loads[t].prob(p) {
+                        let i = self.placement[p].index();
+                        self.loads[t].stuck_mass[i] += w;
                     }
                 }
-                self.stuck_mass = stuck_mass;
             }
         }
         // Compressed pages whose next access falls in this epoch fault now; their service
-        // time stalls the app cores (a fault blocks its core: no memory-level parallelism).
-        let mut stall = stall;
+        // time stalls their tenant's cores (a fault blocks its core: no memory-level
+        // parallelism).
+        let mut stall = stall.to_vec();
         if self.any_compressed {
             let end = self.now_ns + step_ns;
-            let mut fault_ns = std::mem::take(&mut self.fault_carry_ns);
+            let mut fault_ns: Vec<f64> = self
+                .loads
+                .iter_mut()
+                .map(|l| std::mem::take(&mut l.fault_carry_ns))
+                .collect();
             // Stuck pages come back (one fault each) as tier 0 has room again.
             while self.used_pages[0] < self.capacity_pages[0] {
                 let Some(p) = self.stuck.pop_first() else {
                     break;
                 };
-                let from = self.placement[p as usize].index();
-                self.stuck_mass[from] -= self
-                    .workload
-                    .probabilities()
-                    .map_or(0.0, |pr| pr[p as usize]);
-                fault_ns += self.fault(p as usize);
+                let (p, t) = (p as usize, self.tenant_of(p as usize));
+                let from = self.placement[p].index();
+                let w = self.loads[t].prob(p).unwrap_or(0.0);
+                self.loads[t].stuck_mass[from] -= w;
+                let (t, ns) = self.fault(p);
+                fault_ns[t] += ns;
             }
             while let Some(&Reverse((t, p))) = self.due.peek() {
                 if t >= end {
@@ -758,65 +894,97 @@ impl SimBackend {
                 self.due.pop();
                 if self.due_of.get(&p) == Some(&t) {
                     self.due_of.remove(&p);
-                    fault_ns += self.fault(p as usize);
+                    let (t, ns) = self.fault(p as usize);
+                    fault_ns[t] += ns;
                 }
             }
-            if fault_ns > 0.0 {
-                let core_ns = self.machine.cores.cores * step_ns as f64;
-                stall = (stall + fault_ns / core_ns).min(0.95);
+            for (t, ns) in fault_ns.iter().enumerate() {
+                if *ns > 0.0 {
+                    let core_ns = self.loads[t].cores * step_ns as f64;
+                    stall[t] = (stall[t] + ns / core_ns).min(0.95);
+                }
             }
         }
-        let ant = self.antagonist_cores(self.now_ns);
-        let mass = self.demand_mass();
-        let eq = self.machine.solve(&Demand {
-            mass: &mass,
-            lines_per_op: self.shape.lines_per_op as f64,
-            written_lines_per_op: self.shape.written_lines_per_op,
-            antagonist_cores: &ant,
-            antagonist_mlp: self.antagonist_mlp,
-            migration_read_bytes_per_s: mig_read,
-            migration_write_bytes_per_s: mig_write,
-            app_stall: stall,
-            fault_ns_per_op: self.stuck_fault_ns_per_op(),
-        });
-        drop(mass);
+        let (eq, ops) = self.solve(mig_read, mig_write, &stall);
+        for (l, o) in self.loads.iter_mut().zip(&ops) {
+            l.ops_per_s = *o;
+        }
         let step_s = step_ns as f64 / 1e9;
-        // Sampled accesses: the access path.
-        let want = eq.app_ops_per_s * step_s / self.accesses_per_sample + self.sample_carry;
-        let n = want.floor() as u64;
-        self.sample_carry = want - n as f64;
-        let exact = self.exact;
-        let dt_per = step_ns as f64 / n.max(1) as f64;
-        for i in 0..n {
-            if self.workload.finished() {
-                break;
+        // Sampled accesses: the access path, tenant by tenant.
+        for t in 0..k {
+            if k > 1 {
+                self.tracker
+                    .set_lines_per_op(self.loads[t].shape.lines_per_op.max(1) as f64);
             }
-            let a = self.workload.next(&mut self.rng);
-            let tier = self.placement[a.page as usize];
-            self.measured[tier.index()] += 1;
-            if self.any_compressed && self.pools[tier.index()].is_some() {
-                // A compressed page is not mapped: no PEBS sample, a fault. Stationary
-                // workloads drew it exactly (above); a trace faults on its sampled access
-                // (charged to the next epoch).
-                if !exact {
-                    self.fault_carry_ns += self.fault(a.page as usize);
+            let l = &mut self.loads[t];
+            let want = l.ops_per_s * step_s / self.accesses_per_sample + l.sample_carry;
+            let n = want.floor() as u64;
+            l.sample_carry = want - n as f64;
+            let (exact, start) = (l.exact, l.start);
+            let dt_per = step_ns as f64 / n.max(1) as f64;
+            for i in 0..n {
+                let l = &mut self.loads[t];
+                if l.workload.finished() {
+                    break;
                 }
-                continue;
+                let a = l.workload.next(&mut self.rng);
+                let page = start + a.page as usize;
+                let tier = self.placement[page];
+                l.measured[tier.index()] += 1;
+                if self.any_compressed && self.pools[tier.index()].is_some() {
+                    // A compressed page is not mapped: no PEBS sample, a fault. Stationary
+                    // workloads drew it exactly (above); a trace faults on its sampled
+                    // access (charged to the next epoch).
+                    if !exact {
+                        let (_, ns) = self.fault(page);
+                        self.loads[t].fault_carry_ns += ns;
+                    }
+                    continue;
+                }
+                let time = self.now_ns + (i as f64 * dt_per) as u64;
+                self.tracker
+                    .on_access(page as PageIdx, a.write, time, exact);
             }
-            let t = self.now_ns + (i as f64 * dt_per) as u64;
-            self.tracker.on_access(a.page, a.write, t, exact);
+        }
+        if k > 1 {
+            self.tracker
+                .set_lines_per_op(self.loads[0].shape.lines_per_op.max(1) as f64);
         }
         self.now_ns += step_ns;
         self.quantum.add(&eq, step_s);
         if !self.stuck.is_empty() {
-            for i in 0..self.stuck_mass.len() {
-                let f = eq.app_ops_per_s * self.stuck_mass[i].max(0.0) * step_s;
-                self.quantum_faults[i] += f;
-                self.interval_faults[i] += f;
+            for (l, o) in self.loads.iter().zip(&ops) {
+                for i in 0..l.stuck_mass.len() {
+                    let f = o * l.stuck_mass[i].max(0.0) * step_s;
+                    self.quantum_faults[i] += f;
+                    self.interval_faults[i] += f;
+                }
             }
         }
         self.interval.add(&eq, step_s);
-        let probs = self.workload.probabilities();
+        for (t, &o) in ops.iter().enumerate() {
+            let m = self.demand_mass(t).into_owned();
+            let lines = o * self.loads[t].shape.lines_per_op as f64;
+            self.interval
+                .add_tenant(t, o, m.iter().map(|x| x * lines), step_s);
+        }
+        // Exact trackers need each page's access rate: one tenant, its probabilities at
+        // its rate; several, every page's share of all operations.
+        let total_ops: f64 = ops.iter().sum();
+        let mut rates = std::mem::take(&mut self.rates);
+        let probs: Option<&[f64]> = if k == 1 {
+            self.loads[0].workload.probabilities()
+        } else if self.loads.iter().all(|l| l.exact) && total_ops > 0.0 {
+            rates.clear();
+            for (l, o) in self.loads.iter().zip(&ops) {
+                let share = o / total_ops;
+                let pr = l.workload.probabilities().expect("exact");
+                rates.extend(pr.iter().map(|x| x * share));
+            }
+            Some(&rates)
+        } else {
+            None
+        };
         let mut ctx = EpochContext {
             now_ns: self.now_ns,
             placement: &self.placement,
@@ -825,9 +993,12 @@ impl SimBackend {
             rng: &mut self.rng,
         };
         self.tracker.on_epoch(&mut ctx);
-        if !exact {
-            self.recompute_mass();
-            self.measured.iter_mut().for_each(|m| *m = 0);
+        self.rates = rates;
+        for t in 0..k {
+            if !self.loads[t].exact {
+                self.recompute_tenant_mass(t);
+                self.loads[t].measured.iter_mut().for_each(|m| *m = 0);
+            }
         }
         self.last_eq = eq;
         if self.now_ns >= self.next_record_ns {
@@ -864,6 +1035,17 @@ impl SimBackend {
             pages_tried: self.interval_tried,
             pages_applied: self.interval_applied,
             faults_per_s: self.interval_faults.iter().map(|f| f / a.dt_s).collect(),
+            tenant_ops_per_s: a.tenant_ops.iter().map(|o| o / a.dt_s).collect(),
+            tenant_app_share: a
+                .tenant_lines
+                .iter()
+                .map(|l| {
+                    let total: f64 = l.iter().sum();
+                    l.iter()
+                        .map(|x| if total > 0.0 { x / total } else { 0.0 })
+                        .collect()
+                })
+                .collect(),
         });
         self.interval_faults.iter_mut().for_each(|f| *f = 0.0);
         self.interval.reset();
@@ -956,12 +1138,14 @@ impl Backend for SimBackend {
         // A simulated access must not stand for more cache-line loads than one PEBS sample
         // period: otherwise one access yields several samples of the same page, clumping
         // the samples and inflating the tracker's noise.
-        let lines = self.shape.lines_per_op.max(1) as f64;
+        let lines = self.loads[0].shape.lines_per_op.max(1) as f64;
         if let Some(period) = pebs_period(spec) {
             let k = (period as f64 / self.scale / lines).max(1.0);
             if k < self.accesses_per_sample {
                 self.accesses_per_sample = k;
-                self.workload.set_accesses_per_sample(k);
+                for l in &mut self.loads {
+                    l.workload.set_accesses_per_sample(k);
+                }
             }
         }
         self.tracker = SimTracker::new(
@@ -980,10 +1164,16 @@ impl Backend for SimBackend {
         let dt_s = dt as f64 / 1e9;
         let mig_read: Vec<f64> = self.pending_mig_read.iter().map(|b| b / dt_s).collect();
         let mig_write: Vec<f64> = self.pending_mig_write.iter().map(|b| b / dt_s).collect();
-        let stall = (self.pending_mig_ops * self.shootdown_ns / dt as f64).min(0.9);
+        // A migration's TLB shootdown stops the cores of the tenant whose pages moved.
+        let stall: Vec<f64> = self
+            .loads
+            .iter_mut()
+            .map(|l| {
+                (std::mem::take(&mut l.pending_mig_ops) * self.shootdown_ns / dt as f64).min(0.9)
+            })
+            .collect();
         self.pending_mig_read.iter_mut().for_each(|b| *b = 0.0);
         self.pending_mig_write.iter_mut().for_each(|b| *b = 0.0);
-        self.pending_mig_ops = 0.0;
         self.last_quantum_ns = dt;
         let end = self.now_ns + dt;
         while self.now_ns < end {
@@ -991,7 +1181,7 @@ impl Backend for SimBackend {
                 .min(self.epoch_ns)
                 .min(self.next_change_ns(self.now_ns) - self.now_ns)
                 .min(self.next_record_ns.saturating_sub(self.now_ns).max(1));
-            self.epoch(step, &mig_read, &mig_write, stall);
+            self.epoch(step, &mig_read, &mig_write, &stall);
         }
         // Telemetry for the quantum, as uncore counters would report it.
         let n = self.specs.len();
@@ -1049,6 +1239,8 @@ impl Backend for SimBackend {
             if to.index() >= n_tiers
                 || t >= self.tenants.len()
                 || mv.range.end() as usize > self.placement.len()
+                || !self.loads[t].span().contains(&(mv.range.start as usize))
+                || mv.range.end() as usize > self.loads[t].span().end
             {
                 a.moves_malformed += 1;
                 continue;
@@ -1109,20 +1301,22 @@ impl Backend for SimBackend {
                 if self.placement[p] == to {
                     continue;
                 }
-                let w = self.workload.probabilities().map(|pr| pr[p]);
+                let w = self.loads[t].prob(p);
                 self.relocate(p, to, t, w);
             }
-            self.pending_mig_ops += 1.0;
+            self.loads[t].pending_mig_ops += 1.0;
             a.ops_applied += 1;
             a.pages_applied += moving;
             a.bytes_moved += bytes;
         }
-        if self.exact && a.pages_applied > 0 {
+        if self.loads.iter().any(|l| l.exact) && a.pages_applied > 0 {
             self.applies_since_recompute += 1;
             if self.applies_since_recompute >= self.mass_recompute_every() {
                 self.recompute_mass();
             } else {
-                self.mass.iter_mut().for_each(|m| *m = m.max(0.0));
+                for l in self.loads.iter_mut().filter(|l| l.exact) {
+                    l.mass.iter_mut().for_each(|m| *m = m.max(0.0));
+                }
             }
         }
         self.interval_mig_bytes += a.bytes_moved as f64;

@@ -146,6 +146,9 @@ pub struct TenantsEquilibrium {
     /// Per tier: the tenants' and migration's bytes/s (antagonists excluded).
     pub read_bytes_per_s: Vec<f64>,
     pub write_bytes_per_s: Vec<f64>,
+    /// The machine as one `Equilibrium`: all tenants' operations and reads together
+    /// (mean latency weighted by operations), antagonists included as in `solve`.
+    pub total: Equilibrium,
 }
 
 impl Machine {
@@ -210,8 +213,46 @@ impl Machine {
         }
         let latency_ns = latencies(&ops);
         let (r, w) = traffic(&ops);
+        let avg_latency_ns: Vec<f64> = tenants.iter().map(|(_, d)| avg(d, &latency_ns)).collect();
+        let all_ops: f64 = ops.iter().sum();
+        let mut total = Equilibrium {
+            latency_ns: latency_ns.clone(),
+            avg_latency_ns: if all_ops > 0.0 {
+                ops.iter()
+                    .zip(&avg_latency_ns)
+                    .map(|(o, l)| o * l)
+                    .sum::<f64>()
+                    / all_ops
+            } else {
+                0.0
+            },
+            app_ops_per_s: all_ops,
+            ..Default::default()
+        };
+        #[allow(clippy::needless_range_loop)] // `i` indexes several per-tier arrays
+        for i in 0..n {
+            let l = latency_ns[i];
+            let app_lines: f64 = tenants
+                .iter()
+                .zip(&ops)
+                .map(|((_, d), t)| t * d.lines_per_op * d.mass[i])
+                .sum();
+            let ant_lines = shared.antagonist_cores[i] * shared.antagonist_mlp / l * 1e9;
+            let mig_lines = shared.migration_read_bytes_per_s[i] / line;
+            let rb = r[i] + ant_lines * line;
+            let wb = w[i] + ant_lines * line;
+            total.app_read_lines_per_s.push(app_lines);
+            total
+                .read_lines_per_s
+                .push(app_lines + ant_lines + mig_lines);
+            total.read_bytes_per_s.push(rb);
+            total.write_bytes_per_s.push(wb);
+            total.antagonist_bytes_per_s.push(2.0 * ant_lines * line);
+            total.utilization.push(self.tiers[i].utilization(rb, wb));
+        }
         TenantsEquilibrium {
-            avg_latency_ns: tenants.iter().map(|(_, d)| avg(d, &latency_ns)).collect(),
+            total,
+            avg_latency_ns,
             ops_per_s: ops,
             latency_ns,
             read_bytes_per_s: r,

@@ -30,6 +30,9 @@ pub struct Steady {
     pub read_bytes_per_s: Vec<f64>,
     pub write_bytes_per_s: Vec<f64>,
     pub migrated_bytes_per_s: f64,
+    /// Per tenant: operations per second and the share of its reads each tier served.
+    pub tenant_ops_per_s: Vec<f64>,
+    pub tenant_app_share: Vec<Vec<f64>>,
 }
 
 /// Build the policy a config names and run it.
@@ -82,6 +85,16 @@ pub fn steady(records: &[Record], fraction: f64) -> Steady {
         read_bytes_per_s: (0..n).map(|i| mean(&|r| r.read_bytes_per_s[i])).collect(),
         write_bytes_per_s: (0..n).map(|i| mean(&|r| r.write_bytes_per_s[i])).collect(),
         migrated_bytes_per_s: mean(&|r| r.migrated_bytes_per_s),
+        tenant_ops_per_s: (0..last.tenant_ops_per_s.len())
+            .map(|t| mean(&|r| r.tenant_ops_per_s.get(t).copied().unwrap_or(0.0)))
+            .collect(),
+        tenant_app_share: (0..last.tenant_app_share.len())
+            .map(|t| {
+                (0..n)
+                    .map(|i| mean(&|r| r.tenant_app_share.get(t).map_or(0.0, |s| s[i])))
+                    .collect()
+            })
+            .collect(),
     }
 }
 
@@ -141,7 +154,7 @@ impl RunOutcome {
             ));
         }
         if real == 0 {
-            let pages = self.backend.workload().page_count() as u64;
+            let pages = self.backend.placement().len() as u64;
             let used = self.backend.used_pages();
             let specs = self.backend.tier_specs();
             if self.never_migrates {
@@ -212,22 +225,30 @@ impl RunOutcome {
             "wall_time_s": self.wall_time_s,
         });
         if !cfg.tenants.is_empty() {
-            // Only with `[[tenants]]` (a top-level `workload` keeps the summary as it was).
-            // One tenant so far: it has the machine's throughput and per-tier shares.
-            let shares: Vec<_> = specs
-                .iter()
-                .enumerate()
-                .map(|(i, t)| json!({"name": t.name, "app_share": s.app_share.get(i)}))
-                .collect();
+            // Only with `[[tenants]]` (a top-level `workload` keeps the summary as it was):
+            // each tenant's steady-state throughput and the share of its reads per tier.
             summary["tenants"] = json!(cfg
                 .tenants
                 .iter()
-                .map(|t| json!({
-                    "name": t.name,
-                    "cores": t.cores,
-                    "throughput_ops_per_s": s.throughput_ops_per_s,
-                    "tiers": shares,
-                }))
+                .enumerate()
+                .map(|(t, tc)| {
+                    let shares: Vec<_> = specs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, spec)| {
+                            json!({
+                                "name": spec.name,
+                                "app_share": s.tenant_app_share.get(t).and_then(|v| v.get(i)),
+                            })
+                        })
+                        .collect();
+                    json!({
+                        "name": tc.name,
+                        "cores": tc.cores,
+                        "throughput_ops_per_s": s.tenant_ops_per_s.get(t),
+                        "tiers": shares,
+                    })
+                })
                 .collect::<Vec<_>>());
         }
         SimOutput {

@@ -126,14 +126,113 @@ fn tenant_fields_are_checked_by_path() {
     );
 }
 
-#[test]
-fn several_tenants_are_refused_until_the_backend_runs_them() {
-    let text = as_tenants(&[("a", 5.0), ("b", 5.0)])
+/// Two tenants, each with half of the base's cores, working set and hot set.
+fn two_halves(cores_b: f64) -> String {
+    as_tenants(&[("a", 7.5), ("b", cores_b)])
         .replace("working_set = \"72GiB\"", "working_set = \"36GiB\"")
-        .replace("hot_set = \"24GiB\"", "hot_set = \"12GiB\"");
-    let msg = error_for(&text);
+        .replace("hot_set = \"24GiB\"", "hot_set = \"12GiB\"")
+}
+
+fn tenant_ops(o: &tiermem_sim::SimOutput, t: usize) -> f64 {
+    o.summary["tenants"][t]["throughput_ops_per_s"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn two_half_tenants_share_the_machine_as_one_whole() {
+    // The same per-page access rates as the one-tenant base (each tenant's hot page is
+    // accessed at half its tenant's rate over half as many pages), on the same cores: the
+    // machine serves the two together about as it serves the one, and splits it evenly.
+    // Pages start in random tiers: in page order, a's pages would all start in the default
+    // tier and b's in the other (a real asymmetry that lasts until the policy evens it).
+    let random = |t: String| {
+        t.replacen(
+            "initial_placement = \"first-touch\"",
+            "initial_placement = \"random\"",
+            1,
+        )
+    };
+    let whole = tiermem_sim::simulate_toml(&random(base()), "whole.toml").unwrap();
+    let two = tiermem_sim::simulate_toml(&random(two_halves(7.5)), "two.toml").unwrap();
+    let (a, b) = (tenant_ops(&two, 0), tenant_ops(&two, 1));
+    let all = whole.summary["steady_state"]["throughput_ops_per_s"]
+        .as_f64()
+        .unwrap();
+    let sum = two.summary["steady_state"]["throughput_ops_per_s"]
+        .as_f64()
+        .unwrap();
     assert!(
-        msg.contains("tenants") && msg.contains("one tenant"),
-        "{msg}"
+        ((a + b) - sum).abs() / sum < 1e-9,
+        "tenants {a} + {b} vs machine {sum}"
     );
+    assert!(
+        (a - b).abs() / (a + b) < 0.05,
+        "symmetric tenants: {a} vs {b}"
+    );
+    assert!(
+        (sum - all).abs() / all < 0.10,
+        "two halves {sum} vs one whole {all}"
+    );
+}
+
+#[test]
+fn a_busier_neighbour_slows_a_tenant() {
+    // Tenant a keeps its 7.5 cores; b grows from 1 to 7.5 cores and loads the shared
+    // tiers harder: a's latency rises and its throughput falls (shared bandwidth, not a
+    // constant).
+    let quiet = tiermem_sim::simulate_toml(&two_halves(1.0), "quiet.toml").unwrap();
+    let busy = tiermem_sim::simulate_toml(&two_halves(7.5), "busy.toml").unwrap();
+    assert!(
+        tenant_ops(&busy, 0) < tenant_ops(&quiet, 0) * 0.99,
+        "a with a busy neighbour {} vs a quiet one {}",
+        tenant_ops(&busy, 0),
+        tenant_ops(&quiet, 0)
+    );
+    assert!(tenant_ops(&busy, 1) > tenant_ops(&quiet, 1));
+}
+
+#[test]
+fn a_tenants_move_never_lands_in_another_tenants_pages() {
+    use tiermem_core::{Backend, Move, PageRange, Plan, TenantId, TierId};
+    let cfg = tiermem_sim::config::SimConfig::from_toml(&two_halves(7.5), "t.toml").unwrap();
+    let mut b = tiermem_sim::backend::SimBackend::new(&cfg).unwrap();
+    b.advance(10_000_000).unwrap();
+    let spans: Vec<PageRange> = b.observe().tenants.iter().map(|t| t.pages).collect();
+    assert_eq!(spans.len(), 2);
+    assert_eq!(
+        spans[0].end(),
+        spans[1].start,
+        "tenants' pages follow each other"
+    );
+    let before = b.placement().to_vec();
+    // Tenant b names a range of tenant a's pages: refused as malformed, nothing moves.
+    let p = spans[0].start;
+    let to = if before[p as usize] == TierId(0) {
+        TierId(1)
+    } else {
+        TierId(0)
+    };
+    let plan = Plan {
+        moves: vec![Move {
+            tenant: TenantId(1),
+            range: PageRange::one(p),
+            to,
+        }],
+        ..Plan::default()
+    };
+    let a = b.apply(&plan, None);
+    assert_eq!((a.moves_malformed, a.pages_applied), (1, 0), "{a:?}");
+    assert_eq!(b.placement(), &before[..]);
+    // The same move named for its own tenant lands.
+    let plan = Plan {
+        moves: vec![Move {
+            tenant: TenantId(0),
+            range: PageRange::one(p),
+            to,
+        }],
+        ..Plan::default()
+    };
+    assert_eq!(b.apply(&plan, None).pages_applied, 1);
+    assert_eq!(b.capabilities().max_tenants, 2);
 }
