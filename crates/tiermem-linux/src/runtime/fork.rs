@@ -118,9 +118,14 @@ impl Runtime {
 
     /// Runs (first page, pages) of resident pages flagged shared, not pinned.
     fn shared_runs(&self) -> Vec<(usize, usize)> {
-        let st = lock(self);
+        let mut st = lock(self);
         let mut runs: Vec<(usize, usize)> = Vec::new();
+        if !st.maybe_shared {
+            return runs;
+        }
+        let mut any = false;
         for (i, p) in st.pages[..st.hwm as usize].iter().enumerate() {
+            any |= p.flags & F_SHARED != 0;
             let flagged = p.flags & F_SHARED != 0
                 && p.flags & F_PINNED == 0
                 && p.state == PageState::Resident;
@@ -132,6 +137,9 @@ impl Runtime {
                 _ => runs.push((i, 1)),
             }
         }
+        // No flag left (pinned ones count: unpinned, they need the recheck): a flag set
+        // later sets the hint again, under this same lock.
+        st.maybe_shared = any;
         runs
     }
 }

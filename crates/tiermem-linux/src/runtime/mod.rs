@@ -120,6 +120,9 @@ pub struct State {
     pub room_wait_ns: u64,
     pub thrash: Thrash,
     pub evict_busy: u64,
+    /// Some page may carry `F_SHARED` (set by `mark_shared`; cleared by a recheck that
+    /// finds none): without it the once-a-second recheck skips its walk of the page table.
+    maybe_shared: bool,
     /// Page-table operations (UFFDIO_MOVE / UFFDIO_COPY calls) the manager made to move
     /// pages between tiers, and the pages they moved: a 2 MiB range move is one operation.
     pub move_ops: u64,
@@ -296,6 +299,7 @@ impl Runtime {
             room_wait_ns: 0,
             thrash: Thrash::default(),
             evict_busy: 0,
+            maybe_shared: false,
             move_ops: 0,
             moved_pages: 0,
             forks: 0,

@@ -122,7 +122,18 @@ impl Runtime {
                 let es = HINT_SLOTS + slot;
                 let s = self.hint_base + es * PAGE;
                 st.move_ops += 1;
-                match self.uffd.mv(s, self.addr(i), PAGE, false) {
+                let mut op = self.uffd.mv(s, self.addr(i), PAGE, false);
+                if op == Op::Exists {
+                    // A stale fault message for this slot (a read that raced a move back,
+                    // retried by the kernel) was served with a zero page after the last
+                    // batch released the slot: drop it and move again.
+                    // SAFETY: drops the page in our own eviction slot `s`, which holds no
+                    // staged page (the move into it just failed).
+                    unsafe { sys::madvise(s, PAGE, libc::MADV_DONTNEED) };
+                    st.move_ops += 1;
+                    op = self.uffd.mv(s, self.addr(i), PAGE, false);
+                }
+                match op {
                     Op::Done => {
                         st.moved_pages += 1;
                         st.hint_owner[es] = (i as u32, sys::now_ns());
@@ -135,7 +146,7 @@ impl Runtime {
                     }
                     Op::Busy => {
                         st.evict_busy += 1;
-                        st.pages[i].flags |= F_SHARED;
+                        st.mark_shared(i);
                         return MoveResult::Refused;
                     }
                     other => {
@@ -343,6 +354,11 @@ impl Runtime {
                 p.state == PageState::Resident
                     && p.flags & (F_PINNED | F_SHARED | F_INCOMPRESSIBLE) == 0
             };
+            // Release the range's slots first: a stale fault message may have left a zero
+            // page in one (see `evict`), and UFFDIO_MOVE refuses an occupied destination.
+            // SAFETY: drops pages of our own eviction slots; none holds a staged page
+            // between moves (each move ends by committing or moving its pages back).
+            unsafe { sys::madvise(self.evict_base, n * PAGE, libc::MADV_DONTNEED) };
             let mut j = i0;
             while j < i0 + n {
                 let p = st.pages[j];
@@ -396,7 +412,7 @@ impl Runtime {
                         }
                         Op::Busy => {
                             st.evict_busy += 1;
-                            st.pages[a].flags |= F_SHARED;
+                            st.mark_shared(a);
                             out.refused += 1;
                         }
                         other => {

@@ -137,6 +137,14 @@ impl State {
         }
     }
 
+    /// Flag page `i` shared with a fork child (the kernel refused to move it): moves skip it
+    /// until `Runtime::recheck_shared` finds it mapped once again. The only way the flag is
+    /// set, so `maybe_shared` tells the recheck whether any page can carry it.
+    pub(super) fn mark_shared(&mut self, i: usize) {
+        self.pages[i].flags |= F_SHARED;
+        self.maybe_shared = true;
+    }
+
     /// Note that page `i` changed tier (see `placement_log`).
     pub(super) fn log_placement(&mut self, i: usize) {
         if self.placement_log_full {

@@ -84,7 +84,7 @@ impl Runtime {
                         done += 1;
                     }
                     Op::NoEnt => st.set(i, Page::new(PageState::Absent, p.flags)),
-                    Op::Busy => st.pages[i].flags |= F_SHARED,
+                    Op::Busy => st.mark_shared(i),
                     // A free slot holding a page: a late zero page from a stale fault message
                     // of the evictor's read (`serve`). Drop it, or every later sample would
                     // pick this slot (the top of the free list) and fail the same way.
