@@ -271,7 +271,7 @@ impl<B: HeatModel> Policy for Colloid<B> {
                 plan.moves.push(mv);
             }
         }
-        plan
+        crate::cascade::cascade(plan, snap, &self.base)
     }
 }
 

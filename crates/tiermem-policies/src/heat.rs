@@ -4,7 +4,9 @@
 //!
 //! Tier convention (Colloid §2): tier 0 is the default ("fast") tier, tier 1 the alternate
 //! tier. The baselines are two-tier systems; pages found in tiers ≥ 2 are treated as
-//! alternate-tier pages (candidates for promotion), and demotions go to tier 1.
+//! alternate-tier pages (candidates for promotion), and demotions go to tier 1; with three
+//! or more tiers, `crate::cascade` makes room in tier 1 by demoting its coldest pages down
+//! the lower tiers (Linux's demotion path).
 
 use tiermem_core::{PageIdx, Plan, Snapshot, TierId, TrackerSpec};
 
@@ -245,6 +247,22 @@ pub(crate) mod testutil {
             w.tiers[1].capacity_bytes = slow_cap * PAGE;
             w.recount();
             w
+        }
+
+        /// Add a tier below the others (no pages in it yet).
+        pub fn add_tier(&mut self, name: &str, cap: u64, latency_ns: f64) {
+            self.specs.push(TierSpec {
+                name: name.into(),
+                kind: TierKind::Dram,
+                capacity_bytes: cap * PAGE,
+                unloaded_latency_ns: latency_ns,
+                peak_bandwidth_bytes_per_s: 1e11,
+                cost_per_gb: 1.0,
+            });
+            self.tiers.push(TierTelemetry {
+                capacity_bytes: cap * PAGE,
+                ..TierTelemetry::default()
+            });
         }
 
         /// Recompute `used_bytes` from the placement.

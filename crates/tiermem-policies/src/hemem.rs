@@ -423,7 +423,8 @@ impl Policy for Hemem {
     }
     fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
         self.ingest(snap);
-        self.migrate(snap)
+        let plan = self.migrate(snap);
+        crate::cascade::cascade(plan, snap, self)
     }
 }
 

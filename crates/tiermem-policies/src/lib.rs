@@ -12,6 +12,7 @@
 //! * [`build`] / [`build_layered`]: a policy from its config.
 
 pub mod budget;
+pub mod cascade;
 pub mod colloid;
 pub mod colloid_layer;
 pub mod config;

@@ -542,7 +542,8 @@ impl Policy for Memtis {
     }
     fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
         self.ingest(snap);
-        self.migrate(snap)
+        let plan = self.migrate(snap);
+        crate::cascade::cascade(plan, snap, self)
     }
 }
 

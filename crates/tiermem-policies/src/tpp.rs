@@ -636,7 +636,7 @@ impl Policy for Tpp {
             self.kswapd_awake = false;
         }
         self.pending = pending;
-        plan
+        crate::cascade::cascade(plan, snap, self)
     }
 }
 

@@ -1,0 +1,192 @@
+//! Demotion down N tiers. The base systems are two-tier designs: they demote to the
+//! alternate tier (tier 1) and promote from any lower tier. On a machine with more tiers
+//! (DRAM, CXL, a far node) tier 1 fills, every demotion into it is refused, so no promotion
+//! finds room either and nothing moves (measured before this: HeMem on DRAM + CXL + far,
+//! 2.75 M pages tried, 0 applied). Linux's answer, which TPP and MEMTIS inherit on a
+//! multi-node machine, is the demotion path: a node under pressure demotes its coldest
+//! pages to the next node down (`node_demotion[]`, mm/memory-tiers.c), and so on.
+//!
+//! [`cascade`] does that for any plan: walking the lower tiers in order of unloaded latency,
+//! when the plan brings more pages into a tier than it has free, the tier's coldest pages
+//! (by the system's own heat) move one tier further down first, so the plan's moves find
+//! the room. The cascade moves go before the plan's (the backend applies in order).
+
+use crate::heat::HeatModel;
+use tiermem_core::{PageIdx, Plan, Snapshot, TierId};
+
+/// `plan` with the demotions it needs down the lower tiers put in front of it.
+pub fn cascade<H: HeatModel + ?Sized>(plan: Plan, snap: &Snapshot<'_>, heat: &H) -> Plan {
+    let n = snap.tiers.len();
+    if n < 3 || snap.page_bytes == 0 || plan.moves.is_empty() {
+        return plan;
+    }
+    // The lower tiers (1..n) by unloaded latency: each demotes into the next.
+    let mut order: Vec<usize> = (1..n).collect();
+    order.sort_by(|&a, &b| {
+        let la = snap
+            .tier_specs
+            .get(a)
+            .map_or(0.0, |s| s.unloaded_latency_ns);
+        let lb = snap
+            .tier_specs
+            .get(b)
+            .map_or(0.0, |s| s.unloaded_latency_ns);
+        la.total_cmp(&lb).then(a.cmp(&b))
+    });
+    // Net pages each tier gains from the plan, and the pages the plan already moves.
+    let mut gain = vec![0i64; n];
+    let mut moving = vec![false; snap.placement.len()];
+    for m in &plan.moves {
+        for p in m.range.pages() {
+            let Some(&from) = snap.placement.get(p as usize) else {
+                continue;
+            };
+            if from == m.to || from.index() >= n || m.to.index() >= n {
+                continue;
+            }
+            gain[m.to.index()] += 1;
+            gain[from.index()] -= 1;
+            moving[p as usize] = true;
+        }
+    }
+    let mut front = Plan::default();
+    for w in order.windows(2) {
+        let (tier, below) = (w[0], w[1]);
+        let free = (snap.free_bytes(TierId(tier as u8)) / snap.page_bytes) as i64;
+        let deficit = gain[tier] - free;
+        if deficit <= 0 {
+            continue;
+        }
+        let victims = coldest_in(snap, heat, TierId(tier as u8), deficit as usize, &moving);
+        for &p in &victims {
+            front.push(p, TierId(below as u8));
+            moving[p as usize] = true;
+        }
+        gain[tier] -= victims.len() as i64;
+        gain[below] += victims.len() as i64;
+    }
+    if front.moves.is_empty() {
+        return plan;
+    }
+    front.moves.extend(plan.moves);
+    front.controls = plan.controls;
+    front
+}
+
+/// Up to `k` pages exactly in `tier` that the plan does not move, coldest first (ties:
+/// lower page index first).
+fn coldest_in<H: HeatModel + ?Sized>(
+    snap: &Snapshot<'_>,
+    heat: &H,
+    tier: TierId,
+    k: usize,
+    moving: &[bool],
+) -> Vec<PageIdx> {
+    let mut v: Vec<(f64, PageIdx)> = snap
+        .placement
+        .iter()
+        .enumerate()
+        .filter(|&(p, t)| *t == tier && !moving[p])
+        .map(|(p, _)| (heat.heat(p as PageIdx), p as PageIdx))
+        .collect();
+    let k = k.min(v.len());
+    if k == 0 {
+        return Vec::new();
+    }
+    let cmp = |a: &(f64, PageIdx), b: &(f64, PageIdx)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    if k < v.len() {
+        v.select_nth_unstable_by(k - 1, cmp);
+        v.truncate(k);
+    }
+    v.sort_by(cmp);
+    v.into_iter().map(|(_, p)| p).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heat::testutil::World;
+    use crate::heat::{FAST, SLOW};
+    use tiermem_core::TrackerSpec;
+
+    /// Heat given per page.
+    struct Fixed(Vec<f64>);
+    impl HeatModel for Fixed {
+        fn system(&self) -> &'static str {
+            "fixed"
+        }
+        fn tracker(&self) -> TrackerSpec {
+            TrackerSpec::None
+        }
+        fn quantum_ns(&self) -> u64 {
+            1
+        }
+        fn migration_limit_bytes(&self) -> Option<u64> {
+            None
+        }
+        fn ingest(&mut self, _: &Snapshot<'_>) {}
+        fn heat(&self, p: PageIdx) -> f64 {
+            self.0[p as usize]
+        }
+        fn total_heat(&self) -> f64 {
+            self.0.iter().sum()
+        }
+        fn heat_ceiling(&self) -> f64 {
+            1.0
+        }
+        fn is_hot(&self, p: PageIdx) -> bool {
+            self.0[p as usize] > 0.5
+        }
+        fn coldest_pages(&self, _: &Snapshot<'_>, _: TierId, _: usize) -> Vec<PageIdx> {
+            Vec::new()
+        }
+    }
+
+    /// 12 pages: 0..4 in DRAM (cap 4), 4..8 in CXL (cap 4), 8..12 in a far tier (cap 8).
+    fn three_tiers() -> World {
+        let mut w = World::new(12, 4, 4, 4);
+        w.add_tier("far", 8, 250.0);
+        for p in 8..12 {
+            w.placement[p] = TierId(2);
+        }
+        w.recount();
+        w
+    }
+
+    #[test]
+    fn a_full_middle_tier_demotes_its_coldest_pages_down_first() {
+        let mut w = three_tiers();
+        // Pages 4..8 in CXL: 6 is the coldest, then 5.
+        let heat = Fixed(vec![
+            0.1, 0.2, 0.9, 0.9, 0.7, 0.3, 0.05, 0.8, 0.0, 0.0, 0.0, 0.0,
+        ]);
+        let mut plan = Plan::default();
+        plan.push(0, SLOW);
+        plan.push(1, SLOW);
+        let out = cascade(plan.clone(), &w.snap(), &heat);
+        let moves: Vec<(u32, u8)> = out.moves.iter().map(|m| (m.range.start, m.to.0)).collect();
+        assert_eq!(moves, [(6, 2), (5, 2), (0, 1), (1, 1)]);
+        // Applied in order, every move lands (before: both demotions refused).
+        assert_eq!(w.apply(&out), 4);
+        assert_eq!(w.apply(&plan), 0, "the uncascaded plan finds no room");
+    }
+
+    #[test]
+    fn nothing_is_added_where_the_room_exists_or_below_the_last_tier() {
+        let w = three_tiers();
+        let heat = Fixed(vec![0.0; 12]);
+        // A promotion into DRAM (full) is the policy's own business: no cascade for tier 0.
+        let mut plan = Plan::default();
+        plan.push(8, FAST);
+        assert_eq!(cascade(plan.clone(), &w.snap(), &heat), plan);
+        // Into the far tier, which has room: nothing added.
+        let mut plan = Plan::default();
+        plan.push(4, TierId(2));
+        assert_eq!(cascade(plan.clone(), &w.snap(), &heat), plan);
+        // Two tiers: unchanged.
+        let two = World::new(8, 4, 4, 4);
+        let mut plan = Plan::default();
+        plan.push(0, SLOW);
+        assert_eq!(cascade(plan.clone(), &two.snap(), &heat), plan);
+    }
+}
