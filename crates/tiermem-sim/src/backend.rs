@@ -788,6 +788,26 @@ impl SimBackend {
         self.solve_now_per_tenant().0
     }
 
+    /// The equilibrium if the tiers served the fractions `mass` of the first tenant's
+    /// accesses now, with no migration, no stall and no faults: a best-case search's
+    /// objective (`reproduce::best_case`), the same fixed point every epoch solves.
+    pub fn solve_for_mass(&self, mass: &[f64]) -> Equilibrium {
+        let zero = vec![0.0; self.specs.len()];
+        let ant = self.antagonist_cores(self.now_ns);
+        let shape = &self.loads[0].shape;
+        self.machine.solve(&Demand {
+            mass,
+            lines_per_op: shape.lines_per_op as f64,
+            written_lines_per_op: shape.written_lines_per_op,
+            antagonist_cores: &ant,
+            antagonist_mlp: self.antagonist_mlp,
+            migration_read_bytes_per_s: &zero,
+            migration_write_bytes_per_s: &zero,
+            app_stall: 0.0,
+            fault_ns_per_op: 0.0,
+        })
+    }
+
     fn solve_now_per_tenant(&self) -> (Equilibrium, Vec<f64>) {
         let zero = vec![0.0; self.specs.len()];
         self.solve(&zero, &zero, &vec![0.0; self.loads.len()])

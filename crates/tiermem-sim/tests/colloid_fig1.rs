@@ -51,6 +51,11 @@ fn colloid_fig1_matches_paper_findings() {
         }
     }
     for r in rows.iter().filter(|r| r["system"] != "best-case") {
+        // The best case is an oracle over the same model: nothing beats it.
+        assert!(
+            num(r, "throughput") <= num(r, "best_case_throughput") * (1.0 + 1e-6),
+            "{r}"
+        );
         let c = r["contention"].as_u64().unwrap();
         let ratio = num(r, "best_case_throughput") / num(r, "throughput");
         match c {
@@ -102,4 +107,21 @@ fn colloid_fig1_matches_paper_findings() {
         "best-case at 3× keeps {:.2} on the default tier",
         share(3)
     );
+}
+
+/// Fig. 5 (every base system with and without Colloid): none exceeds the oracle, and the
+/// Colloid variants reach it within 5 % at every contention level.
+#[test]
+fn no_system_beats_the_best_case_oracle_in_fig5() {
+    let dir = std::env::temp_dir().join(format!("tiermem-fig5-{}", std::process::id()));
+    let summary =
+        tiermem_sim::reproduce::run("colloid-fig5", &dir, true).expect("reproduction runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    for r in rows(&summary).iter().filter(|r| r["system"] != "best-case") {
+        let ratio = num(r, "throughput") / num(r, "best_case_throughput");
+        assert!(ratio <= 1.0 + 1e-6, "beats the oracle: {r}");
+        if r["colloid"] == true {
+            assert!(ratio > 0.95, "{ratio:.3} of the oracle: {r}");
+        }
+    }
 }
