@@ -833,21 +833,24 @@ impl SimBackend {
             fault_ns_per_op: self.stuck_fault_ns_per_op(t),
         };
         if k == 1 {
-            let eq = self.machine.solve(&demand(0));
+            let eq = self.machine.solve_on(&self.tenant_cores(0), &demand(0));
             let ops = vec![eq.app_ops_per_s];
             return (eq, ops);
         }
-        let tenants: Vec<(CoreModel, Demand<'_>)> = (0..k)
-            .map(|t| {
-                let cores = CoreModel {
-                    cores: self.loads[t].cores,
-                    ..self.machine.cores
-                };
-                (cores, demand(t))
-            })
-            .collect();
+        let tenants: Vec<(CoreModel, Demand<'_>)> =
+            (0..k).map(|t| (self.tenant_cores(t), demand(t))).collect();
         let te = self.machine.solve_tenants(&tenants);
         (te.total, te.ops_per_s)
+    }
+
+    /// Tenant `t`'s cores as the machine sees them: its cores times the CPU share the
+    /// controls give it (a CPU quota scales how fast its cores issue operations).
+    fn tenant_cores(&self, t: usize) -> CoreModel {
+        let share = self.controls.cpu_share(TenantId(t as u16)).clamp(0.0, 1.0);
+        CoreModel {
+            cores: self.loads[t].cores * share,
+            ..self.machine.cores
+        }
     }
 
     fn epoch(&mut self, step_ns: u64, mig_read: &[f64], mig_write: &[f64], stall: &[f64]) {
@@ -920,7 +923,7 @@ impl SimBackend {
             }
             for (t, ns) in fault_ns.iter().enumerate() {
                 if *ns > 0.0 {
-                    let core_ns = self.loads[t].cores * step_ns as f64;
+                    let core_ns = self.tenant_cores(t).cores.max(1e-9) * step_ns as f64;
                     stall[t] = (stall[t] + ns / core_ns).min(0.95);
                 }
             }
@@ -1151,7 +1154,7 @@ impl Backend for SimBackend {
             max_granularity_bytes: self.page_bytes << self.placement.len().max(1).ilog2().min(31),
             max_tenants: self.tenants.len(),
             tier_limits: true,
-            cpu_shares: false,
+            cpu_shares: true,
         }
     }
     fn install_tracker(&mut self, spec: &TrackerSpec) -> Result<()> {

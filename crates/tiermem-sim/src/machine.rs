@@ -292,9 +292,15 @@ impl Machine {
 
     /// Solve the epoch's fixed point.
     pub fn solve(&self, d: &Demand<'_>) -> Equilibrium {
+        self.solve_on(&self.cores, d)
+    }
+
+    /// Solve the epoch's fixed point for the application on `cores` (a tenant whose CPU
+    /// share scales its cores).
+    pub fn solve_on(&self, cores: &CoreModel, d: &Demand<'_>) -> Equilibrium {
         let n = self.tiers.len();
         let lat_at = |avg: f64| -> Vec<f64> {
-            let ops = self.app_ops_per_s(avg, d);
+            let ops = ops_per_s(cores, avg, d);
             (0..n).map(|i| self.tier_latency(i, ops, d)).collect()
         };
         let lo: f64 = (0..n).map(|i| d.mass[i] * self.tiers[i].unloaded_ns).sum();
@@ -304,7 +310,7 @@ impl Machine {
         });
         let latency_ns = lat_at(avg);
         let avg_latency_ns: f64 = (0..n).map(|i| d.mass[i] * latency_ns[i]).sum();
-        let ops = self.app_ops_per_s(avg_latency_ns, d);
+        let ops = ops_per_s(cores, avg_latency_ns, d);
         let line = CACHELINE_BYTES as f64;
         let mut eq = Equilibrium {
             avg_latency_ns,

@@ -44,6 +44,7 @@ fn what_the_simulator_has_is_granted() {
         telemetry: vec![TelemetryKind::LoadedLatency],
         granularity_bytes: 2 << 20,
         tier_limits: true,
+        cpu_shares: true,
         ..Needs::default()
     };
     assert!(Engine::new(Needy(needs), &mut backend()).is_ok());
@@ -53,7 +54,7 @@ fn what_the_simulator_has_is_granted() {
 fn what_it_lacks_is_refused_in_one_line() {
     let needs = Needs {
         tenants: 4,
-        cpu_shares: true,
+        granularity_bytes: 1 << 50,
         ..Needs::default()
     };
     let e = Engine::new(Needy(needs), &mut backend()).err().unwrap();
@@ -62,7 +63,7 @@ fn what_it_lacks_is_refused_in_one_line() {
     let m = e.to_string();
     assert!(!m.contains('\n'), "{m}");
     assert!(
-        m.contains("`needy`") && m.contains("4 tenants") && m.contains("CPU shares"),
+        m.contains("`needy`") && m.contains("4 tenants") && m.contains("one operation"),
         "{m}"
     );
     assert!(

@@ -236,3 +236,57 @@ fn a_tenants_move_never_lands_in_another_tenants_pages() {
     assert_eq!(b.apply(&plan, None).pages_applied, 1);
     assert_eq!(b.capabilities().max_tenants, 2);
 }
+
+/// A controller's CPU share scales its tenant's cores: halving b's share lowers b's
+/// throughput and, with less traffic on the shared tiers, raises a's.
+#[test]
+fn a_cpu_share_slows_its_tenant_and_frees_bandwidth_for_the_other() {
+    use tiermem_core::{
+        Backend, Controller, Controls, CpuShare, Engine, Needs, Snapshot, TenantId,
+    };
+    struct Throttle(f64);
+    impl Controller for Throttle {
+        fn name(&self) -> String {
+            "throttle".into()
+        }
+        fn needs(&self) -> Needs {
+            Needs {
+                cpu_shares: true,
+                ..Needs::default()
+            }
+        }
+        fn control(&mut self, _: &Snapshot<'_>) -> Controls {
+            Controls {
+                cpu_shares: vec![CpuShare {
+                    tenant: TenantId(1),
+                    share: self.0,
+                }],
+                ..Controls::default()
+            }
+        }
+    }
+    let run = |share: f64| -> Vec<f64> {
+        let cfg = tiermem_sim::config::SimConfig::from_toml(&two_halves(7.5), "t.toml").unwrap();
+        let mut b = tiermem_sim::backend::SimBackend::new(&cfg).unwrap();
+        let policy = tiermem_policies::build(&cfg.policy).unwrap();
+        let mut e =
+            Engine::with_controller(policy, Some(Box::new(Throttle(share))), &mut b).unwrap();
+        while b.now_ns() < 500_000_000 {
+            e.step(&mut b).unwrap();
+        }
+        b.tenant_ops_per_s()
+    };
+    let (full, half) = (run(1.0), run(0.5));
+    assert!(
+        half[1] < full[1] * 0.75,
+        "b at half share {} vs {}",
+        half[1],
+        full[1]
+    );
+    assert!(
+        half[0] > full[0],
+        "a beside a throttled b {} vs {}",
+        half[0],
+        full[0]
+    );
+}
