@@ -2,7 +2,8 @@
 //! (~100 GB, the size of TierScape's largest workload, XSbench's 119 GB, §7.2 Table 3) × 6
 //! tiers (DRAM + the 5 compressed tiers of §7.1 Table 2), decided within 1 s. Hotness: 30 %
 //! of the regions cold (0 samples), the rest squared uniform sample counts (a skewed
-//! profile, every value distinct: no aggregation helps). Prints one line per α and method:
+//! profile, nearly every value distinct, so the LP buckets them into `MAX_GROUPS` hotness
+//! quantiles). Prints one line per α and method:
 //! wall time of `Instance::solve` (building the HiGHS model included), the modelled
 //! overhead and the TCO against its bound.
 //!

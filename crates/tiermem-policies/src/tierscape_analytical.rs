@@ -24,12 +24,13 @@
 //!   maximum saving.
 //!
 //! The paper solves it as an ILP with OR-Tools (§6.3). Here HiGHS does: the exact MIP
-//! (binary x_{r,y}) up to `exact_mip_max_regions` regions; above that, the LP relaxation,
-//! rounded. With one knapsack row besides the per-region assignment rows, a basic optimal
-//! solution has at most one region split between two tiers; it goes to the cheaper one
-//! (the feasible side of the TCO bound). A tiebreak of 1e-6 of the hottest region's
-//! hotness is added to every region's weight, so that among placements of equal modelled
-//! overhead the one keeping more in DRAM wins (α = 1 then keeps every region in DRAM, as
+//! (binary x_{r,y}) up to `exact_mip_max_regions` regions; above that, the LP relaxation
+//! over groups of regions of equal hotness (hotness quantiles past [`MAX_GROUPS`] distinct
+//! values), rounded. With one knapsack row besides the per-group assignment rows, a basic
+//! optimal solution splits at most one group between tiers; rounding moves regions only to
+//! cheaper tiers (the feasible side of the TCO bound). A tiebreak of 1e-6 of the hottest
+//! region's hotness is added to every region's weight, so that among placements of equal
+//! modelled overhead the one keeping more in DRAM wins (α = 1 then keeps every region in DRAM, as
 //! §5.2.1 says, instead of scattering cold regions at random). If the solver fails or runs
 //! out of time the placement stays as it is and `solver_failures` counts it.
 
@@ -166,6 +167,11 @@ impl PolicyParams for TierscapeAnalyticalConfig {
     }
 }
 
+/// Most groups the LP relaxation keeps (issue 13: 50 000 regions × 6 tiers decided within
+/// 1 s). Regions of equal hotness share a group exactly; beyond this many distinct values,
+/// groups are hotness quantiles.
+pub const MAX_GROUPS: usize = 4096;
+
 /// One placement problem: regions with a weight (hotness) and a size, tiers with a cost per
 /// unit of size and a latency per unit of weight, and a bound on the total cost.
 #[derive(Clone, Debug)]
@@ -229,6 +235,105 @@ impl Instance {
             .collect()
     }
 
+    /// The LP relaxation over hotness groups, and its rounding.
+    ///
+    /// Regions are sorted by hotness (hottest first) and grouped: regions of equal hotness
+    /// and size form one group (an exact reformulation: they are interchangeable). If that
+    /// leaves more than [`MAX_GROUPS`] groups, consecutive regions are bucketed into
+    /// [`MAX_GROUPS`] groups of equal count, each modelled at its mean hotness (the only
+    /// approximation; it cannot make the result infeasible, see below). Columns `x_{g,y} ∈
+    /// [0, 1]`: the share of group `g` in tier `y`; rows: `Σ_y x_{g,y} = 1` per group and the
+    /// TCO bound. With that one knapsack row a basic optimum splits at most one group
+    /// between tiers. Rounding: in every group, `floor(x_{g,y} · n_g)` regions go to each
+    /// tier but the cheapest of its support, which takes the rest, hottest regions to the
+    /// fastest tiers. Rounding only moves regions to a cheaper tier (the feasible side of the
+    /// bound), and hottest-first gives no more overhead than the group's mean models.
+    fn solve_grouped_lp(&self, time_limit_s: f64) -> std::result::Result<Vec<usize>, String> {
+        let r_n = self.hot.len();
+        let tiers = self.useful_tiers();
+        let k_n = tiers.len();
+        let mut order: Vec<usize> = (0..r_n).collect();
+        order.sort_by(|&a, &b| {
+            self.hot[b]
+                .total_cmp(&self.hot[a])
+                .then(self.pages[b].total_cmp(&self.pages[a]))
+                .then(a.cmp(&b))
+        });
+        // Group boundaries in `order`.
+        let mut starts: Vec<usize> = (0..r_n)
+            .filter(|&j| {
+                j == 0
+                    || self.hot[order[j]] != self.hot[order[j - 1]]
+                    || self.pages[order[j]] != self.pages[order[j - 1]]
+            })
+            .collect();
+        if starts.len() > MAX_GROUPS {
+            let per = r_n.div_ceil(MAX_GROUPS);
+            starts = (0..r_n).step_by(per).collect();
+        }
+        starts.push(r_n);
+        let groups: Vec<&[usize]> = starts.windows(2).map(|w| &order[w[0]..w[1]]).collect();
+        let hmax = self.hot.iter().cloned().fold(0.0, f64::max).max(1e-12);
+        let lmax = self.lat.iter().cloned().fold(0.0, f64::max).max(1e-12);
+        let cref = self.cost[0].max(1e-12);
+        let mut pb = ColProblem::default();
+        let rows: Vec<_> = groups.iter().map(|_| pb.add_row(1.0..=1.0)).collect();
+        let budget_row = pb.add_row(..=self.budget / cref);
+        for (g, &row) in groups.iter().zip(&rows) {
+            let weight: f64 = g.iter().map(|&r| self.hot[r] / hmax + 1e-6).sum();
+            let pages: f64 = g.iter().map(|&r| self.pages[r]).sum();
+            for &y in &tiers {
+                let factors = [(row, 1.0), (budget_row, pages * self.cost[y] / cref)];
+                pb.add_column(weight * self.lat[y] / lmax, 0.0..=1.0, factors);
+            }
+        }
+        let mut model = pb.optimise(Sense::Minimise);
+        model.make_quiet();
+        let _ = model.try_set_option("time_limit", time_limit_s);
+        let _ = model.try_set_option("solver", "simplex");
+        let solved = model
+            .try_solve()
+            .map_err(|s| format!("HiGHS failed: {s:?}"))?;
+        if solved.status() != HighsModelStatus::Optimal {
+            return Err(format!("HiGHS: {:?}", solved.status()));
+        }
+        let x = solved.get_solution();
+        let x = x.columns();
+        let mut out = vec![0usize; r_n];
+        let mut by_lat: Vec<usize> = (0..k_n).collect();
+        by_lat.sort_by(|&a, &b| self.lat[tiers[a]].total_cmp(&self.lat[tiers[b]]));
+        for (gi, g) in groups.iter().enumerate() {
+            let xs = &x[gi * k_n..(gi + 1) * k_n];
+            let n = g.len();
+            let cheapest = (0..k_n)
+                .filter(|&j| xs[j] > 1e-9)
+                .min_by(|&a, &b| self.cost[tiers[a]].total_cmp(&self.cost[tiers[b]]))
+                .unwrap_or(by_lat[k_n - 1]);
+            let mut next = 0usize;
+            for &j in &by_lat {
+                if j == cheapest {
+                    continue;
+                }
+                let take = ((xs[j] * n as f64 + 1e-6).floor() as usize).min(n - next);
+                for &r in &g[next..next + take] {
+                    out[r] = tiers[j];
+                }
+                next += take;
+            }
+            for &r in &g[next..] {
+                out[r] = tiers[cheapest];
+            }
+        }
+        if !self.feasible(&out) {
+            return Err(format!(
+                "rounded placement over the TCO bound ({} > {})",
+                self.tco(&out),
+                self.budget
+            ));
+        }
+        Ok(out)
+    }
+
     /// The tier of each region, or why there is none.
     pub fn solve(
         &self,
@@ -238,6 +343,9 @@ impl Instance {
         let r_n = self.hot.len();
         if r_n == 0 {
             return Ok(Vec::new());
+        }
+        if method == Method::LpRounded {
+            return self.solve_grouped_lp(time_limit_s);
         }
         let tiers = self.useful_tiers();
         // Scale: weights to the hottest region (plus the DRAM tiebreak), costs to DRAM's.
