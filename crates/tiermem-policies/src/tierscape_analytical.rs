@@ -721,6 +721,23 @@ mod tests {
     }
 
     #[test]
+    fn a_window_without_a_model_keeps_the_placement_and_counts_it() {
+        use crate::heat::testutil::World;
+        // DRAM of cost 0: no TCO model (every saving is relative to it).
+        let mut w = World::new(8, 8, 8, 8);
+        w.specs[0].cost_per_gb = 0.0;
+        let cfg =
+            crate::PolicyConfig::from_name("tierscape_analytical", toml::Table::new()).unwrap();
+        let mut p = crate::build(&cfg).unwrap();
+        assert!(p.decide(&w.snap()).moves.is_empty());
+        assert_eq!(p.counters(), [("solves", 0), ("solver_failures", 1)]);
+        w.specs[0].cost_per_gb = 1.0;
+        w.apply(&Plan::default());
+        p.decide(&w.snap());
+        assert_eq!(p.counters(), [("solves", 1), ("solver_failures", 1)]);
+    }
+
+    #[test]
     fn alpha_out_of_range_is_named() {
         for a in [-0.1, 1.5, f64::NAN] {
             let mut t = toml::Table::new();
