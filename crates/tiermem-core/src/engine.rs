@@ -39,6 +39,11 @@ pub trait Policy: Send {
         None
     }
     fn decide(&mut self, snap: &Snapshot<'_>) -> Plan;
+    /// The policy's own counters for run summaries (`name`, value), e.g. TierScape's
+    /// analytical model's solver failures. None by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// A controller (Memstrata's dedicated-DRAM allocator, Mercury's admission control and
@@ -199,5 +204,8 @@ impl Policy for Box<dyn Policy> {
     }
     fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
         (**self).decide(snap)
+    }
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        (**self).counters()
     }
 }

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod plan;
 pub mod snapshot;
+pub mod tco;
 pub mod tenant;
 pub mod tier;
 pub mod tracker;

@@ -86,6 +86,9 @@ impl Policy for BudgetGuard {
     fn migration_limit_bytes(&self) -> Option<u64> {
         self.inner.as_ref().and_then(|p| p.migration_limit_bytes())
     }
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.inner.as_ref().map_or_else(Vec::new, |p| p.counters())
+    }
     fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
         let n = snap.placement.len();
         if self.last_seen.len() < n {

@@ -33,6 +33,8 @@ registry! {
     tpp,
     memtis,
     static_placement,
+    tierscape_waterfall,
+    tierscape_analytical,
     #[cfg(feature = "toy-policy")]
     toy_demote,
 }

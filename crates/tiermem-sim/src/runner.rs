@@ -17,6 +17,8 @@ pub struct RunOutcome {
     pub policy: String,
     /// The policy's migration limit is zero (`static`): it never moves a page.
     pub never_migrates: bool,
+    /// The policy's own counters at the end of the run ([`Policy::counters`]).
+    pub policy_counters: Vec<(&'static str, u64)>,
     pub wall_time_s: f64,
 }
 
@@ -61,6 +63,7 @@ pub fn run_with(
     Ok(RunOutcome {
         policy: engine.policy.name(),
         never_migrates: engine.policy.migration_limit_bytes() == Some(0),
+        policy_counters: engine.policy.counters(),
         counters: engine.counters.clone(),
         backend,
         wall_time_s: start.elapsed().as_secs_f64(),
@@ -175,6 +178,17 @@ impl RunOutcome {
         out
     }
 
+    /// Memory TCO saving of the placement at the end of the run, `1 − TCO / TCO_max`
+    /// (TierScape §5.2.3, Eq. 9 and 12): each tier's physical bytes (a compressed tier's
+    /// pool frames) at its `cost_per_gb`, against every page in tier 0.
+    pub fn tco_savings(&self) -> f64 {
+        let b = &self.backend;
+        let page = b.page_bytes();
+        let logical: Vec<u64> = b.used_pages().iter().map(|&p| p * page).collect();
+        let physical: Vec<u64> = (0..logical.len()).map(|i| b.used_bytes(i)).collect();
+        tiermem_core::tco::measured_savings(b.tier_specs(), &logical, &physical)
+    }
+
     pub fn output(&self, cfg: &SimConfig) -> SimOutput {
         let s = self.steady(cfg.steady_state_fraction);
         let specs = self.backend.tier_specs();
@@ -221,6 +235,12 @@ impl RunOutcome {
                 "tiers": tiers,
             },
             "counters": self.counters,
+            "tco_savings": self.tco_savings(),
+            "policy_counters": self
+                .policy_counters
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect::<serde_json::Map<_, _>>(),
             "warnings": self.warnings(cfg),
             "wall_time_s": self.wall_time_s,
         });
