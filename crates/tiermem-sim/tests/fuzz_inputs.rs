@@ -335,15 +335,21 @@ fn exercise(text: &str) -> bool {
     let Ok(page) = cfg.page_bytes() else {
         panic!("validated config without a page size\n--- input:\n{text}")
     };
-    let pages = cfg.tenant_runs().unwrap_or_else(|e| {
+    // Every tenant's footprint counts (a mutated second tenant can be the huge one).
+    let runs = cfg.tenant_runs().unwrap_or_else(|e| {
         panic!("validated config without its tenants: {e}\n--- input:\n{text}")
-    })[0]
-        .workload
-        .footprint_pages("workload", page, cfg.scale)
-        .unwrap_or_else(|e| {
-            panic!("validated config whose footprint fails: {e}\n--- input:\n{text}")
-        });
-    if pages.is_some_and(|p| p > MAX_RUN_PAGES) {
+    });
+    let mut pages = 0u64;
+    for r in &runs {
+        let p = r
+            .workload
+            .footprint_pages(&r.path, page, cfg.scale)
+            .unwrap_or_else(|e| {
+                panic!("validated config whose footprint fails: {e}\n--- input:\n{text}")
+            });
+        pages = pages.saturating_add(p.unwrap_or(0));
+    }
+    if pages > MAX_RUN_PAGES {
         return false;
     }
     let mut cfg = cfg;
