@@ -134,7 +134,18 @@ impl<P: Policy> Engine<P> {
 
     /// Run one quantum; returns what was applied in it.
     pub fn step<B: Backend + ?Sized>(&mut self, backend: &mut B) -> Result<Applied> {
-        backend.advance(self.policy.quantum_ns())?;
+        self.step_within(backend, u64::MAX)
+    }
+
+    /// Run one quantum, cut to `remaining_ns` when the run ends sooner: a run shorter than
+    /// the policy's quantum (TierScape's profile window is minutes) must not simulate past
+    /// its end. The policy still decides after the shortened quantum.
+    pub fn step_within<B: Backend + ?Sized>(
+        &mut self,
+        backend: &mut B,
+        remaining_ns: u64,
+    ) -> Result<Applied> {
+        backend.advance(self.policy.quantum_ns().min(remaining_ns).max(1))?;
         let (mut plan, malformed) = {
             let snap = backend.observe();
             if let Some(c) = self.controller.as_mut() {

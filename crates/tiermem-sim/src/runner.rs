@@ -58,7 +58,8 @@ pub fn run_with(
     engine.global_limit_bytes_per_s = cfg.engine.migration_limit_gbps.map(|g| g * 1e9);
     let end_ns = (cfg.duration_s * 1e9) as u64;
     while backend.now_ns() < end_ns && !backend.finished() {
-        engine.step(&mut backend)?;
+        let remaining_ns = end_ns - backend.now_ns();
+        engine.step_within(&mut backend, remaining_ns)?;
     }
     Ok(RunOutcome {
         policy: engine.policy.name(),
