@@ -27,6 +27,10 @@ pub struct RunArgs {
     /// Overrides the config file's [policy] (whose tunables stay when it names the same one).
     #[arg(long, value_name = "NAME")]
     pub policy: Option<String>,
+    /// Pages a tier fault brings back with it: 4KiB (default), 64KiB, 2MiB, or dynamic
+    /// (chosen from the program's spatial locality). Overrides the config file.
+    #[arg(long, value_name = "UNIT")]
+    pub fault_around: Option<String>,
     /// Program and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     pub program: Vec<String>,
@@ -79,6 +83,11 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
     }
     if let Some(p) = &a.policy {
         set_policy(&mut cfg, p)?;
+    }
+    if let Some(f) = &a.fault_around {
+        tiermem_linux::runtime::fault_around::FaultAround::parse(f)
+            .map_err(|e| Error::usage(format!("--fault-around: {e}")))?;
+        cfg.fault_around = f.clone();
     }
     cfg.validate("runtime")?;
     // A policy the runtime cannot serve is refused now, in one line, not by a manager
@@ -196,12 +205,29 @@ pub fn render(s: &Stats) -> String {
     ));
     o.push_str(&format!(
         "policy {}  tracker {}\n",
-        if s.policy.is_empty() { "budget" } else { &s.policy },
-        if s.tracker.is_empty() { "-" } else { &s.tracker }
+        if s.policy.is_empty() {
+            "budget"
+        } else {
+            &s.policy
+        },
+        if s.tracker.is_empty() {
+            "-"
+        } else {
+            &s.tracker
+        }
     ));
     o.push_str(&format!(
         "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>9} {:>10}\n",
-        "tier", "pages", "stored", "compressed", "ratio", "faults", "p50", "p99", "latency", "migr in"
+        "tier",
+        "pages",
+        "stored",
+        "compressed",
+        "ratio",
+        "faults",
+        "p50",
+        "p99",
+        "latency",
+        "migr in"
     ));
     o.push_str(&format!(
         "{:<14} {:>10} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9} {:>9} {:>10}\n",
@@ -259,6 +285,20 @@ pub fn render(s: &Stats) -> String {
         s.room_waits,
         s.room_wait_s
     ));
+    if s.fault_around.mode != "4KiB" && !s.fault_around.mode.is_empty() {
+        let f = &s.fault_around;
+        o.push_str(&format!(
+            "fault-around: {} (unit now {})   tier faults at 4KiB/64KiB/2MiB {}/{}/{}   pages brought back beside them {}   decisions {} (unit changed {})\n",
+            f.mode,
+            format_bytes(f.unit_bytes),
+            f.faults_by_unit[0],
+            f.faults_by_unit[1],
+            f.faults_by_unit[2],
+            f.pages_around,
+            f.decisions,
+            f.switches
+        ));
+    }
     if s.thrashing {
         o.push_str(&format!(
             "THRASHING: tier faults take over {:.0}% of the time (served so far: {:.1}s); suggested budget {}\n",

@@ -46,6 +46,10 @@ pub enum HeatEvent {
     Accessed { page: PageIdx },
     /// An access to a page held in a compressed tier faulted it back.
     TierFault { page: PageIdx },
+    /// Brought back to DRAM beside a faulting page (fault-around): not an observed access,
+    /// but as recent as one for the budget guard's coldness order, so it is not the first
+    /// page evicted before the program reaches it.
+    Prefetched { page: PageIdx },
 }
 
 /// The complete input of a policy for one quantum.

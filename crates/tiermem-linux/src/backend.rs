@@ -2,6 +2,7 @@
 //! thread runs the core [`Engine`] over it.
 
 use crate::config::RuntimeConfig;
+use crate::runtime::fault_around::{PAGES_2M, PAGES_64K};
 use crate::runtime::{MoveResult, RangeBufs, Runtime, EVICT_BATCH, EVICT_SLOTS, SHARED_RECHECK_NS};
 use crate::sys::{self, PAGE};
 use tiermem_core::{
@@ -297,21 +298,54 @@ impl RuntimeBackend {
     /// Apply the plan's moves in order: single pages in batches of EVICT_BATCH (one
     /// DONTNEED frees a batch's staging slots), ranges through `Runtime::move_range`, each
     /// as one operation (the quota admits or drops a range whole).
+    ///
+    /// With fault-around above 4 KiB, single-page demotions that cover a whole aligned unit
+    /// (the guard lists its picks in page order) are evicted as one range: the same pages,
+    /// one page-table operation per unit ("eviction in units", docs/runtime.md).
     fn apply_moves(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
         let mut a = Applied::default();
         let mut batch: Vec<(usize, u8)> = Vec::with_capacity(EVICT_BATCH);
-        for m in &plan.moves {
-            if m.range.len == 1 {
-                batch.push((m.range.start as usize, m.to.0));
-                if batch.len() == EVICT_BATCH {
-                    self.apply_pages(&batch, quota_bytes, &mut a);
-                    batch.clear();
+        let unit = self.rt.lock().granularity.evict_unit();
+        let moves = &plan.moves;
+        let mut k = 0;
+        while k < moves.len() {
+            let m = &moves[k];
+            let whole_unit = |u: usize| {
+                (m.range.start as usize).is_multiple_of(u)
+                    && m.to.0 >= 1
+                    && k + u <= moves.len()
+                    && (1..u).all(|d| {
+                        let n = &moves[k + d];
+                        n.range.len == 1
+                            && n.to == m.to
+                            && n.range.start == m.range.start + d as u32
+                    })
+            };
+            let (start, len) = if m.range.len == 1 {
+                match [PAGES_2M, PAGES_64K]
+                    .into_iter()
+                    .find(|&u| u <= unit && whole_unit(u))
+                {
+                    Some(u) => {
+                        k += u;
+                        (m.range.start as usize, u)
+                    }
+                    None => {
+                        k += 1;
+                        batch.push((m.range.start as usize, m.to.0));
+                        if batch.len() == EVICT_BATCH {
+                            self.apply_pages(&batch, quota_bytes, &mut a);
+                            batch.clear();
+                        }
+                        continue;
+                    }
                 }
-                continue;
-            }
+            } else {
+                k += 1;
+                (m.range.start as usize, m.range.len as usize)
+            };
             self.apply_pages(&batch, quota_bytes, &mut a);
             batch.clear();
-            let (start, len) = (m.range.start as usize, m.range.len as usize);
             for i0 in (start..start + len).step_by(EVICT_SLOTS) {
                 let n = EVICT_SLOTS.min(start + len - i0);
                 let bytes = (n * PAGE) as u64;

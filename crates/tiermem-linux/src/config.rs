@@ -4,11 +4,11 @@
 use crate::codec::Codec;
 use crate::pool::{AllocatorKind, Backing};
 use serde::{Deserialize, Serialize};
-use tiermem_policies::colloid::ColloidParams;
-use tiermem_policies::PolicyConfig;
 use tiermem_core::config::{check_range, invalid, Validate};
 use tiermem_core::tier::{validate_tiers, TierBackend, TierConfig, TierKind};
 use tiermem_core::{parse_size, Result, Size};
+use tiermem_policies::colloid::ColloidParams;
+use tiermem_policies::PolicyConfig;
 
 /// A DRAM budget: absolute bytes, or a fraction of the managed footprint (resident +
 /// compressed pages).
@@ -144,6 +144,11 @@ pub struct RuntimeConfig {
     pub tiers: Vec<TierConfig>,
     #[serde(default)]
     pub sampler: SamplerConfig,
+    /// Pages a tier fault brings back with the faulting one (aligned): "4KiB" (one page),
+    /// "64KiB", "2MiB", or "dynamic" (chosen from the program's spatial locality;
+    /// runtime/fault_around.rs, docs/runtime.md "Fault-around").
+    #[serde(default = "default_fault_around")]
+    pub fault_around: String,
     /// Virtual address space reserved for managed regions.
     #[serde(default = "default_arena")]
     pub arena: Size,
@@ -167,6 +172,9 @@ pub struct RuntimeConfig {
 }
 fn default_stats_mode() -> String {
     "0600".into()
+}
+fn default_fault_around() -> String {
+    "4KiB".into()
 }
 fn default_min_region() -> Size {
     Size::text("128KiB")
@@ -200,6 +208,7 @@ impl Default for RuntimeConfig {
             quantum_ms: default_quantum_ms(),
             tiers: default_tiers(),
             sampler: SamplerConfig::default(),
+            fault_around: default_fault_around(),
             arena: default_arena(),
             run_dir: default_run_dir(),
             stats_mode: default_stats_mode(),
@@ -267,6 +276,8 @@ impl Validate for RuntimeConfig {
             Backing::parse(&self.resolve_backing(&backing))
                 .map_err(|e| invalid(&format!("{tp}.backing"), e))?;
         }
+        crate::runtime::fault_around::FaultAround::parse(&self.fault_around)
+            .map_err(|e| invalid(&p("fault_around"), e))?;
         crate::control::parse_stats_mode(&self.stats_mode)
             .map_err(|e| invalid(&p("stats_mode"), e))?;
         if let Some(pc) = &self.policy {

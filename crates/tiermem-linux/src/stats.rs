@@ -118,6 +118,10 @@ pub struct Stats {
     pub move_ops: u64,
     #[serde(default)]
     pub moved_pages: u64,
+    /// Fault-around (`[runtime] fault_around`): the unit in force, tier faults per unit,
+    /// pages brought back beside faulting ones.
+    #[serde(default)]
+    pub fault_around: crate::runtime::fault_around::FaultAroundStats,
     pub tiers: Vec<TierStats>,
     /// CPU seconds used by tiermem's own threads.
     pub cpu_s: f64,
@@ -236,6 +240,18 @@ impl Stats {
             "moved_pages",
             "Pages moved between tiers by those operations",
             self.moved_pages as f64,
+        );
+        g(
+            &mut s,
+            "fault_around_pages",
+            "Pages brought back from compressed tiers beside a faulting page (fault-around)",
+            self.fault_around.pages_around as f64,
+        );
+        g(
+            &mut s,
+            "fault_around_unit_bytes",
+            "The unit tier faults are served at now (bytes)",
+            self.fault_around.unit_bytes as f64,
         );
         for t in &self.tiers {
             for (name, v) in [

@@ -147,5 +147,8 @@ fn a_fork_pool_completes_and_its_pages_move_again_after_the_children() {
     let budget = num(&s, "budget_bytes");
     let bound = budget + (budget / 32.0).max(1048576.0) + 2.0 * 1048576.0;
     let resident = num(&s, "resident_bytes");
-    assert!(resident <= bound, "DRAM {resident} after the pool, budget {budget}: {s}");
+    assert!(
+        resident <= bound,
+        "DRAM {resident} after the pool, budget {budget}: {s}"
+    );
 }

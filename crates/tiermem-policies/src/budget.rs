@@ -100,6 +100,7 @@ impl Policy for BudgetGuard {
                 HeatEvent::HintFault { page, .. }
                 | HeatEvent::TierFault { page }
                 | HeatEvent::Accessed { page }
+                | HeatEvent::Prefetched { page }
                 | HeatEvent::Sample { page, .. } => page,
             } as usize;
             if p < n {

@@ -102,10 +102,7 @@ impl PolicyEntry {
     /// The system's name for plots and tables: its summary up to the first " (" or ":"
     /// ("HeMem (SOSP'21): ..." -> "HeMem").
     pub fn label(&self) -> &'static str {
-        let end = self
-            .summary
-            .find([':', '('])
-            .unwrap_or(self.summary.len());
+        let end = self.summary.find([':', '(']).unwrap_or(self.summary.len());
         self.summary[..end].trim_end()
     }
 }

@@ -525,9 +525,12 @@ impl HeatModel for Tpp {
                     }
                     self.pending.push(page);
                 }
+                // A page fault-around brought in is as recent on the LRU as a faulted one
+                // (Linux puts readahead pages on the LRU when they arrive), with no rate.
                 HeatEvent::Sample { page, .. }
                 | HeatEvent::Accessed { page }
-                | HeatEvent::TierFault { page } => {
+                | HeatEvent::TierFault { page }
+                | HeatEvent::Prefetched { page } => {
                     if (page as usize) < self.last_seen_ns.len() {
                         self.touch(page as usize, now);
                     }

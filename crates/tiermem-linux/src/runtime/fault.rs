@@ -2,8 +2,10 @@
 //! un-stage a hint-sampled page, decompress a tiered page), and waits for the manager to
 //! make room when DRAM is over budget.
 
+use super::fault_around::fit_unit;
+use super::mover::{RangeBufs, RangeOutcome};
 use super::page::{Page, PageState, F_INCOMPRESSIBLE};
-use super::{lock, report, Runtime, State};
+use super::{lock, report, Runtime, State, EVICT_SLOTS};
 use crate::sys::{self, PAGE};
 use crate::uffd::{Msg, Op, UFFD_EVENT_PAGEFAULT, UFFD_PAGEFAULT_FLAG_WRITE};
 use std::sync::atomic::Ordering;
@@ -55,6 +57,7 @@ impl Runtime {
         };
         let mut spin_ns = SPIN_NS;
         let mut last_served = 0u64;
+        let mut fa = FaultAroundBufs::default();
         while !self.stop.load(Ordering::Relaxed) {
             // SAFETY: `pfd` is a local pollfd of our userfaultfd.
             let r = unsafe { libc::poll(&mut pfd, 1, 200) };
@@ -96,6 +99,7 @@ impl Runtime {
                             sys::page_down(m.address as usize),
                             m.flags & UFFD_PAGEFAULT_FLAG_WRITE != 0,
                             t0,
+                            &mut fa,
                         );
                     }
                 }
@@ -136,7 +140,7 @@ impl Runtime {
         }
     }
 
-    fn serve(&self, st: &mut State, a: usize, write: bool, t0: u64) {
+    fn serve(&self, st: &mut State, a: usize, write: bool, t0: u64, fa: &mut FaultAroundBufs) {
         if !self.contains(a) || self.idx(a) >= st.hwm as usize {
             // A staging slot read by the evictor after this thread moved its page back
             // home (see `evict`): it reads zeros and discards what it read.
@@ -218,7 +222,15 @@ impl Runtime {
             }
             PageState::Compressed { tier, .. } => {
                 let tier = tier as usize;
-                if self.promote(st, i, Some(t0)) {
+                let unit =
+                    fit_unit(st.granularity.unit_for_fault(i), st.limit_pages()).min(EVICT_SLOTS);
+                let brought = if unit > 1 {
+                    self.fault_around(st, i, unit, fa)
+                } else {
+                    self.promote(st, i, Some(t0)) as usize
+                };
+                if brought > 0 {
+                    st.granularity.served(unit, brought);
                     st.events.push(HeatEvent::TierFault { page: i as u32 });
                     let t = &mut st.tiers[tier - 1];
                     t.faults += 1;
@@ -234,6 +246,40 @@ impl Runtime {
                 self.uffd.wake(a, PAGE);
             }
         }
+    }
+
+    /// Serve a tier fault on page `i` with the `unit`-page aligned block around it: its
+    /// compressed pages come back with one UFFDIO_COPY per run (`promote_range`). Returns
+    /// the pages brought back (0: the faulting page stayed where it was). The others are
+    /// reported as `Prefetched`: brought in, not seen accessed.
+    fn fault_around(
+        &self,
+        st: &mut State,
+        i: usize,
+        unit: usize,
+        fa: &mut FaultAroundBufs,
+    ) -> usize {
+        let b0 = i / unit * unit;
+        let b1 = (b0 + unit).min(st.hwm as usize);
+        fa.was_compressed.clear();
+        fa.was_compressed.extend(
+            (b0..b1).filter(|&j| matches!(st.pages[j].state, PageState::Compressed { .. })),
+        );
+        let mut out = RangeOutcome::default();
+        self.promote_range(st, b0, b1 - b0, &mut fa.range, &mut out);
+        if !st.pages[i].state.in_dram() {
+            return 0;
+        }
+        let mut brought = 0;
+        for &j in &fa.was_compressed {
+            if st.pages[j].state == PageState::Resident {
+                brought += 1;
+                if j != i {
+                    st.events.push(HeatEvent::Prefetched { page: j as u32 });
+                }
+            }
+        }
+        brought
     }
 
     /// Install page `i` (staged or compressed) back at its address. Wakes waiters.
@@ -306,6 +352,13 @@ impl Runtime {
             };
         }
     }
+}
+
+/// The fault thread's buffers for fault-around, kept between faults.
+#[derive(Default)]
+struct FaultAroundBufs {
+    range: RangeBufs,
+    was_compressed: Vec<usize>,
 }
 
 /// A page-aligned run of zeros at least `len` bytes long (for UFFDIO_COPY).

@@ -106,7 +106,8 @@ impl Runtime {
             // pages are never flagged); MADV_POPULATE_WRITE only write-faults present pages
             // in place, so no byte changes. Called without the state lock: a page the program
             // dropped meanwhile faults to our handler, which needs that lock.
-            let r = unsafe { sys::madvise(self.addr(start), len * PAGE, libc::MADV_POPULATE_WRITE) };
+            let r =
+                unsafe { sys::madvise(self.addr(start), len * PAGE, libc::MADV_POPULATE_WRITE) };
             if r == 0 {
                 let mut st = lock(self);
                 for i in start..start + len {

@@ -31,6 +31,7 @@
 
 mod arena;
 mod fault;
+pub mod fault_around;
 mod fork;
 mod mover;
 mod page;
@@ -119,6 +120,8 @@ pub struct State {
     pub room_waits: u64,
     pub room_wait_ns: u64,
     pub thrash: Thrash,
+    /// Fault-around: the unit tier faults are served at (fault_around.rs).
+    pub granularity: fault_around::Granularity,
     pub evict_busy: u64,
     /// Some page may carry `F_SHARED` (set by `mark_shared`; cleared by a recheck that
     /// finds none): without it the once-a-second recheck skips its walk of the page table.
@@ -298,6 +301,11 @@ impl Runtime {
             room_waits: 0,
             room_wait_ns: 0,
             thrash: Thrash::default(),
+            granularity: fault_around::Granularity::new(
+                fault_around::FaultAround::parse(&cfg.fault_around)
+                    .unwrap_or(fault_around::FaultAround::Fixed { pages: 1 }),
+                &cfg.fault_around,
+            ),
             evict_busy: 0,
             maybe_shared: false,
             move_ops: 0,
@@ -407,6 +415,7 @@ impl Runtime {
             evict_busy: st.evict_busy,
             move_ops: st.move_ops,
             moved_pages: st.moved_pages,
+            fault_around: st.granularity.stats.clone(),
             tiers: st
                 .tiers
                 .iter()

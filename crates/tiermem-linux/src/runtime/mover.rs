@@ -313,7 +313,8 @@ impl Runtime {
             }
         }
         if to == 0 {
-            self.promote_range(i0, n, bufs, &mut out);
+            let mut st = lock(self);
+            self.promote_range(&mut st, i0, n, bufs, &mut out);
         } else {
             self.evict_range(i0, n, to, bufs, &mut out);
         }
@@ -463,11 +464,19 @@ impl Runtime {
         }
     }
 
-    fn promote_range(&self, i0: usize, n: usize, b: &mut RangeBufs, out: &mut RangeOutcome) {
+    /// The pages of [i0, i0 + n) held compressed back to DRAM, one UFFDIO_COPY per run,
+    /// under the lock (`move_range` to DRAM, and fault-around from the fault thread).
+    pub(super) fn promote_range(
+        &self,
+        st: &mut State,
+        i0: usize,
+        n: usize,
+        b: &mut RangeBufs,
+        out: &mut RangeOutcome,
+    ) {
         b.staged.clear();
         b.single.clear();
         b.run.resize(EVICT_SLOTS * PAGE, 0);
-        let mut st = lock(self);
         let mut j = i0;
         while j < i0 + n {
             match st.pages[j].state {
