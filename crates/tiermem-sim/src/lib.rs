@@ -7,6 +7,7 @@ pub mod compressed;
 pub mod config;
 pub mod latency;
 pub mod machine;
+pub mod mercury;
 pub mod output;
 pub mod overrides;
 pub mod reproduce;

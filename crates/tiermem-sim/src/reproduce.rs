@@ -21,6 +21,9 @@ pub const EXPERIMENTS: &[&str] = &[
 /// The GUPS setup of Colloid §2.1 (base for every Colloid figure).
 pub const COLLOID_GUPS_BASE: &str = include_str!("../../../experiments/colloid/gups-base.toml");
 
+/// Mercury §5.5 Fig. 13's machine and tenants (base of every Mercury reproduction).
+pub const MERCURY_FIG13_BASE: &str = include_str!("../../../experiments/mercury/fig13.toml");
+
 /// Run a named experiment, write its outputs into `out`, and return its summary.
 pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
     let summary = match name {
