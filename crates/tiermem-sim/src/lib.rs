@@ -11,6 +11,7 @@ pub mod mercury;
 pub mod output;
 pub mod overrides;
 pub mod reproduce;
+pub mod reproduce_mercury;
 pub mod runner;
 pub mod tracker;
 pub mod workload;

@@ -16,6 +16,8 @@ pub const EXPERIMENTS: &[&str] = &[
     "colloid-fig7",
     "colloid-fig8",
     "colloid-fig9",
+    "mercury-fig13",
+    "mercury-fig14",
 ];
 
 /// The GUPS setup of Colloid §2.1 (base for every Colloid figure).
@@ -32,6 +34,8 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
         "colloid-fig7" => colloid_heatmap(quick, Axis::AltLatency)?,
         "colloid-fig8" => colloid_heatmap(quick, Axis::ObjectSize)?,
         "colloid-fig9" => colloid_fig9(quick, out)?,
+        "mercury-fig13" => crate::reproduce_mercury::fig13(quick, out)?,
+        "mercury-fig14" => crate::reproduce_mercury::fig14(quick, out)?,
         other => {
             return Err(Error::usage(format!(
                 "unknown experiment `{other}`; available: {}",
@@ -69,6 +73,7 @@ fn with_systems(mut summary: Value) -> Value {
         .map(|s| {
             let label = match s.as_str() {
                 "best-case" => "Best case".to_string(),
+                "mercury" => "Mercury (over TPP)".to_string(),
                 other => tiermem_policies::registry::system_label(other),
             };
             (s.clone(), Value::String(label))

@@ -68,3 +68,127 @@ fn the_machine_matches_the_papers_measurements() {
     );
     assert!((inter / alone - 1.32).abs() < 0.03, "{}", inter / alone);
 }
+
+fn fig13_with(controller: &str) -> String {
+    format!("{MERCURY_FIG13_BASE}\n{controller}").replacen("duration_s = 60", "duration_s = 2", 1)
+}
+
+fn config_error(text: &str) -> String {
+    let e = tiermem_sim::simulate_toml(text, "bad.toml").expect_err("must be rejected");
+    assert_eq!(e.kind, tiermem_core::ErrorKind::Config, "{e}");
+    let msg = e.to_string();
+    assert_eq!(msg.lines().count(), 1, "{msg}");
+    msg
+}
+
+const TWO: &str = "[controller]\ncontroller = \"mercury\"\n[[controller.tenants]]\nname = \"redis\"\nslo = \"460ns\"\npriority = 3\n[[controller.tenants]]\nname = \"llama\"\nslo = \"40GB/s\"\npriority = 1\n";
+
+#[test]
+fn controller_config_errors_name_the_field() {
+    let dup = TWO.replace("priority = 1", "priority = 3");
+    let e = config_error(&fig13_with(&dup));
+    assert!(
+        e.contains("controller.tenants[1].priority") && e.contains("unique"),
+        "{e}"
+    );
+    let e = config_error(&fig13_with(&TWO.replace("\"460ns\"", "\"460\"")));
+    assert!(
+        e.contains("controller.tenants[0].slo") && e.contains("no unit"),
+        "{e}"
+    );
+    let e = config_error(&fig13_with(
+        &TWO.replace("name = \"llama\"", "name = \"lama\""),
+    ));
+    assert!(
+        e.contains("controller.tenants[1].name") && e.contains("llama"),
+        "{e}"
+    );
+    let e = config_error(&fig13_with(&TWO.replace("\"mercury\"", "\"venus\"")));
+    assert!(e.contains("controller.controller"), "{e}");
+    // A config that runs: the controller is built, profiles and thresholds reported.
+    let out = tiermem_sim::simulate_toml(&fig13_with(TWO), "ok.toml").unwrap();
+    let c = &out.summary["controller"];
+    assert_eq!(c["profiles"].as_array().unwrap().len(), 2);
+    assert!(c["thresholds"]["numa_hint_faults_per_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn an_inadmissible_tenant_is_rejected_and_never_runs() {
+    // 100 ns is below the machine's unloaded local latency (120 ns): never met alone.
+    let bad = TWO.replace("\"460ns\"", "\"100ns\"");
+    let out = tiermem_sim::simulate_toml(&fig13_with(&bad), "ok.toml").unwrap();
+    let p = &out.summary["controller"]["profiles"][0];
+    assert_eq!(p["admissible"], false);
+    let col = |name: &str| {
+        out.timeseries
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("{name}"))
+            .values
+            .clone()
+    };
+    // Rejected: it never runs (CPU share 0) and holds no local memory.
+    assert!(col("redis_cpu_share").iter().all(|&s| s == 0.0));
+    assert!(col("redis_ops_per_s").iter().skip(1).all(|&o| o == 0.0));
+    assert!(col("redis_local_limit_bytes").iter().all(|&l| l == 0.0));
+}
+
+fn rows(summary: &serde_json::Value, system: &str) -> Vec<serde_json::Value> {
+    summary["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["system"] == system)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn fig13_quick_properties() {
+    let dir = std::env::temp_dir().join(format!("tiermem-mercury-fig13-{}", std::process::id()));
+    let s = tiermem_sim::reproduce::run("mercury-fig13", &dir, true).unwrap();
+    for sys in ["tpp", "tpp+colloid", "mercury"] {
+        assert!(dir.join(sys).join("timeseries.csv").exists());
+    }
+    let mercury = rows(&s, "mercury");
+    let tpp = rows(&s, "tpp");
+    let get = |rows: &[serde_json::Value], t: &str, k: &str| {
+        rows.iter().find(|r| r["tenant"] == t).unwrap()[k]
+            .as_f64()
+            .unwrap()
+    };
+    // TPP misses two of the three SLOs (llama's bandwidth, VectorDB's latency).
+    assert_eq!(s["slos_missed"]["tpp"], 2, "{}", s["slos_missed"]);
+    assert!(
+        get(&tpp, "llama", "slo_met_share") < 0.5 && get(&tpp, "vectordb", "slo_met_share") < 0.5
+    );
+    // Mercury holds the two LS tenants at their targets: Redis in [0.95, 1.0] × 460 ns
+    // (it gives up the local memory it does not need), VectorDB within 1 % of 290 ns.
+    let redis = get(&mercury, "redis", "measured");
+    assert!((0.95 * 460.0..=460.0).contains(&redis), "{redis}");
+    let vdb = get(&mercury, "vectordb", "measured");
+    assert!(vdb <= 290.0 * 1.01, "{vdb}");
+    // VectorDB does better than under TPP.
+    let gain = s["vectordb_throughput_gain_vs_tpp"].as_f64().unwrap();
+    assert!(gain > 0.1, "{gain}");
+    // The lowest-priority BI tenant is the one throttled.
+    assert!(get(&mercury, "llama", "cpu_share") < 1.0);
+    assert_eq!(get(&mercury, "redis", "cpu_share"), 1.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fig14_quick_bi_tenant_is_demoted_then_throttled_then_restored_when_idle() {
+    let dir = std::env::temp_dir().join(format!("tiermem-mercury-fig14-{}", std::process::id()));
+    let s = tiermem_sim::reproduce::run("mercury-fig14", &dir, true).unwrap();
+    let a = &s["llama_actions"];
+    let demote = a["first_demotion_s"].as_f64().expect("demoted");
+    let throttle = a["first_throttle_s"].as_f64().expect("throttled");
+    let restored = a["restored_s"].as_f64().expect("restored");
+    let idle = s["phases_s"]["idle"].as_array().unwrap();
+    let (idle_from, idle_to) = (idle[0].as_f64().unwrap(), idle[1].as_f64().unwrap());
+    assert!(demote <= throttle, "{a}");
+    assert!(throttle < idle_from, "{a}");
+    assert!(restored > idle_from && restored <= idle_to, "{a}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
