@@ -132,7 +132,9 @@ fn row<'a>(rows: &'a [Value], system: &str, tenant: &str) -> Option<&'a Value> {
 /// Fig. 13 (§5.5): Redis-like LS, llama-like BI and VectorDB-like LS on 40 GB of local
 /// memory, against TPP and Colloid. Steady state: the second half of the run.
 pub fn fig13(quick: bool, out_dir: &Path) -> Result<Value> {
-    let duration = if quick { 150.0 } else { 300.0 };
+    // TPP needs ~250 s to settle here (its scanner covers 256 MB per 100 ms of all three
+    // tenants' 100 GB); steady state is the second half.
+    let duration = if quick { 300.0 } else { 600.0 };
     let runs = parallel_map(SYSTEMS.to_vec(), |system| {
         run_system(
             MERCURY_FIG13_BASE,
@@ -144,8 +146,10 @@ pub fn fig13(quick: bool, out_dir: &Path) -> Result<Value> {
     });
     let mut rows = Vec::new();
     let mut setup = Value::Null;
+    let mut scale = 1.0;
     for r in runs {
         let (system, (out, cfg)) = r?;
+        scale = cfg.scale;
         write_series(out_dir, system, &out, &cfg)?;
         if let Some(s) = &out.controller_setup {
             setup = json!(s);
@@ -172,6 +176,7 @@ pub fn fig13(quick: bool, out_dir: &Path) -> Result<Value> {
     Ok(json!({
         "experiment": "mercury-fig13",
         "quick": quick,
+        "scale": scale,
         "duration_s": duration,
         "steady_from_s": duration / 2.0,
         "paper": {
@@ -243,8 +248,10 @@ object_size = 4096
     });
     let mut rows = Vec::new();
     let mut order = Value::Null;
+    let mut scale = 1.0;
     for r in runs {
         let (system, (out, cfg)) = r?;
+        scale = cfg.scale;
         write_series(out_dir, system, &out, &cfg)?;
         rows.extend(rows_for("mercury-fig14", system, &out, &cfg, managed, 0.0));
         if system == "mercury" {
@@ -264,6 +271,7 @@ object_size = 4096
     Ok(json!({
         "experiment": "mercury-fig14",
         "quick": quick,
+        "scale": scale,
         "phases_s": {"request1": [0.0, idle_at], "idle": [idle_at, busy_again], "request2": [busy_again, end]},
         "paper": {"redis_gain_vs_tpp": 0.149, "redis_gain_vs_colloid": 0.203},
         "redis_throughput_gain_vs_tpp": gain("tpp"),

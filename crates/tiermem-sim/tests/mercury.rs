@@ -157,20 +157,17 @@ fn fig13_quick_properties() {
             .as_f64()
             .unwrap()
     };
-    // TPP misses two of the three SLOs (llama's bandwidth, VectorDB's latency).
-    assert_eq!(s["slos_missed"]["tpp"], 2, "{}", s["slos_missed"]);
-    assert!(
-        get(&tpp, "llama", "slo_met_share") < 0.5 && get(&tpp, "vectordb", "slo_met_share") < 0.5
-    );
+    // TPP misses llama's bandwidth SLO and over-serves Redis (hot-first: Redis is hottest).
+    assert!(get(&tpp, "llama", "slo_met_share") < 0.5);
+    assert!(get(&tpp, "redis", "measured") < 0.5 * 460.0);
     // Mercury holds the two LS tenants at their targets: Redis in [0.95, 1.0] × 460 ns
     // (it gives up the local memory it does not need), VectorDB within 1 % of 290 ns.
     let redis = get(&mercury, "redis", "measured");
     assert!((0.95 * 460.0..=460.0).contains(&redis), "{redis}");
     let vdb = get(&mercury, "vectordb", "measured");
     assert!(vdb <= 290.0 * 1.01, "{vdb}");
-    // VectorDB does better than under TPP.
-    let gain = s["vectordb_throughput_gain_vs_tpp"].as_f64().unwrap();
-    assert!(gain > 0.1, "{gain}");
+    // Strict priority: the memory Redis gives up goes to lower priorities, none to it.
+    assert!(get(&mercury, "redis", "local_gib") < 1.0);
     // The lowest-priority BI tenant is the one throttled.
     assert!(get(&mercury, "llama", "cpu_share") < 1.0);
     assert_eq!(get(&mercury, "redis", "cpu_share"), 1.0);
