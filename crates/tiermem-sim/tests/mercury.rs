@@ -189,3 +189,51 @@ fn fig14_quick_bi_tenant_is_demoted_then_throttled_then_restored_when_idle() {
     assert!(restored > idle_from && restored <= idle_to, "{a}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_late_high_priority_ls_tenant_takes_local_memory_from_the_lowest_priority_first() {
+    // llama (lowest) holds most of the local tier for a 60 GB/s target; VectorDB arrives at
+    // 20 s as the most important tenant with a latency target that needs local memory.
+    let ctl = "[controller]\ncontroller = \"mercury\"\n\
+        [[controller.tenants]]\nname = \"redis\"\nslo = \"200ns\"\npriority = 2\n\
+        [[controller.tenants]]\nname = \"llama\"\nslo = \"60GB/s\"\npriority = 1\n\
+        [[controller.tenants]]\nname = \"vectordb\"\nslo = \"200ns\"\npriority = 9\narrive_s = 20\n";
+    let text = fig13_with(ctl).replacen("duration_s = 2", "duration_s = 21", 1);
+    let out = tiermem_sim::simulate_toml(&text, "late.toml").unwrap();
+    let profiles = &out.summary["controller"]["profiles"];
+    let need = profiles[2]["local_bytes"].as_f64().unwrap();
+    assert!(need > 0.0, "{profiles}");
+    let col = |name: &str| {
+        out.timeseries
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap()
+            .values
+            .clone()
+    };
+    let t = col("t_s");
+    let before = t.iter().position(|&x| (x - 20.0).abs() < 1e-6).unwrap();
+    let after = before + 1;
+    let lim = |n: &str, i: usize| col(&format!("{n}_local_limit_bytes"))[i];
+    let cap = 40.0 * 0.1 * (1u64 << 30) as f64;
+    let free_before = cap - lim("redis", before) - lim("llama", before);
+    assert!(
+        need > free_before,
+        "the late tenant needs more than is free"
+    );
+    assert_eq!(lim("vectordb", before), 0.0);
+    assert_eq!(col("vectordb_cpu_share")[before], 0.0, "not arrived");
+    // At admission: VectorDB gets its profiled memory, all of the shortfall from llama.
+    assert_eq!(lim("vectordb", after), need);
+    assert_eq!(lim("redis", after), lim("redis", before));
+    assert!(
+        lim("redis", before) > 0.0,
+        "redis holds memory that a wrong order would take"
+    );
+    let taken = lim("llama", before) - lim("llama", after);
+    assert!(
+        (taken - (need - free_before)).abs() < 1.0,
+        "{taken} vs {}",
+        need - free_before
+    );
+}
