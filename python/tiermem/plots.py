@@ -653,6 +653,12 @@ def plot_mercury_fig14(directory: Path) -> list[Path]:
     return _mercury_timelines(directory, "fig14")
 
 
+@kind("mercury-fig16")
+def plot_mercury_fig16(directory: Path) -> list[Path]:
+    """Mercury Fig. 16: llama's surge, then Redis's growth; timelines per system."""
+    return _mercury_timelines(directory, "fig16")
+
+
 # ---------------------------------------------------------------------------------------
 # CLI
 

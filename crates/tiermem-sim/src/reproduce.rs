@@ -18,6 +18,7 @@ pub const EXPERIMENTS: &[&str] = &[
     "colloid-fig9",
     "mercury-fig13",
     "mercury-fig14",
+    "mercury-fig16",
 ];
 
 /// The GUPS setup of Colloid §2.1 (base for every Colloid figure).
@@ -36,6 +37,7 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
         "colloid-fig9" => colloid_fig9(quick, out)?,
         "mercury-fig13" => crate::reproduce_mercury::fig13(quick, out)?,
         "mercury-fig14" => crate::reproduce_mercury::fig14(quick, out)?,
+        "mercury-fig16" => crate::reproduce_mercury::fig16(quick, out)?,
         other => {
             return Err(Error::usage(format!(
                 "unknown experiment `{other}`; available: {}",
