@@ -588,6 +588,77 @@ def plot_colloid_fig9(directory: Path) -> list[Path]:
     return written
 
 
+def _mercury_timelines(directory: Path, prefix: str) -> list[Path]:
+    """One figure per system (``DIR/<system>/timeseries.csv``): per tenant, local memory
+    (solid) and its limit (dashed), CPU share, and performance relative to its SLO
+    (latency / target for LS, bandwidth / target for BI; 1 = on target)."""
+    summary = read_summary(directory)
+    rows = [r for r in summary.get("rows", []) if isinstance(r, dict)]
+    label = system_labeler(summary)
+    scale_gib = 1.0 / (1 << 30)
+    written = []
+    for system in systems_of([r["system"] for r in rows], summary):
+        csv = directory / system / "timeseries.csv"
+        if not csv.is_file():
+            continue
+        ts = pd.read_csv(csv)
+        fig, axes = new_figure(3, 1, size=(8.0, 7.5), sharex="col")
+        for r in (r for r in rows if r["system"] == system):
+            t = r["tenant"]
+            if f"{t}_local_bytes" not in ts.columns:
+                continue
+            # The run's bytes are scaled by the config's ``scale``: show the unscaled GiB.
+            factor = 1.0 / float(summary.get("scale", 1.0))
+            line, = axes[0, 0].plot(ts["t_s"], ts[f"{t}_local_bytes"] * scale_gib * factor, label=t)
+            if ts[f"{t}_local_limit_bytes"].notna().any():
+                axes[0, 0].plot(ts["t_s"], ts[f"{t}_local_limit_bytes"] * scale_gib * factor, linestyle="--",
+                                color=line.get_color(), linewidth=0.8)
+            axes[1, 0].plot(ts["t_s"], ts[f"{t}_cpu_share"], label=t, color=line.get_color())
+            if r["class"] == "LS":
+                rel = ts[f"{t}_latency_ns"] / r["slo_value"]
+            else:
+                rel = ts[f"{t}_bandwidth_bytes_per_s"] / r["slo_value"]
+            axes[2, 0].plot(ts["t_s"], rel, label=f"{t} ({r['class']}, SLO {r['slo']})", color=line.get_color())
+        axes[2, 0].axhline(1.0, color="0.4", linestyle=":", linewidth=1)
+        axes[0, 0].set_ylabel("local memory (GiB)\n(dashed: limit)")
+        axes[1, 0].set_ylabel("CPU share")
+        axes[2, 0].set_ylabel("measured / SLO\n(LS: lower is better)")
+        axes[2, 0].set_xlabel("time (s)")
+        axes[0, 0].set_title(f"{prefix}: {label(system)}")
+        for ax in axes[:, 0]:
+            ax.grid(alpha=0.3)
+        axes[0, 0].legend(fontsize="x-small")
+        axes[2, 0].legend(fontsize="x-small")
+        written.append(save(fig, directory / f"{prefix}_{system.replace('+', '_')}_timeline.png"))
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        fig, axes = new_figure()
+        grouped_bars(axes[0, 0], frame, "tenant", "system", "slo_met_share",
+                     series_order=systems_of(list(frame["system"]), summary), series_label=label,
+                     ylabel="share of time the SLO held")
+        written.append(save(fig, directory / f"{prefix}_slo_met.png"))
+    return written
+
+
+@kind("mercury-fig13")
+def plot_mercury_fig13(directory: Path) -> list[Path]:
+    """Mercury Fig. 13: per-system timelines (local memory and limits, CPU shares, per-tenant
+    latency/bandwidth vs SLO) and the share of time each SLO held."""
+    return _mercury_timelines(directory, "fig13")
+
+
+@kind("mercury-fig14")
+def plot_mercury_fig14(directory: Path) -> list[Path]:
+    """Mercury Fig. 14: Redis beside llama.cpp's two requests; timelines per system."""
+    return _mercury_timelines(directory, "fig14")
+
+
+@kind("mercury-fig16")
+def plot_mercury_fig16(directory: Path) -> list[Path]:
+    """Mercury Fig. 16: llama's surge, then Redis's growth; timelines per system."""
+    return _mercury_timelines(directory, "fig16")
+
+
 # ---------------------------------------------------------------------------------------
 # CLI
 

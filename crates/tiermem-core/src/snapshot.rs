@@ -32,6 +32,25 @@ impl TierTelemetry {
     }
 }
 
+/// Per-tenant measurements over the last quantum, as Mercury's profiling counters give them
+/// (§3.1: memory access latency per application from IBS/PEBS, memory bandwidth from
+/// µProf/PQoS; §4.2: the rate of remote NUMA hint faults). Empty where a backend cannot
+/// attribute traffic to tenants.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TenantTelemetry {
+    pub ops_per_s: f64,
+    /// Mean latency of the tenant's memory reads (its accesses' mix over the tiers).
+    pub avg_latency_ns: f64,
+    /// The tenant's memory traffic, reads and writes, all tiers.
+    pub bandwidth_bytes_per_s: f64,
+    /// NUMA-balancing hint faults per second on its pages outside the top tier.
+    pub hint_faults_per_s: f64,
+    /// Its pages' bytes in each tier.
+    pub used_bytes: Vec<u64>,
+    /// Its whole footprint in bytes.
+    pub footprint_bytes: u64,
+}
+
 /// One observation of page heat. Which kinds appear depends on the tracker.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum HeatEvent {
@@ -68,6 +87,8 @@ pub struct Snapshot<'a> {
     /// The per-tenant limits and CPU shares in force: the controller's decisions of this
     /// quantum, which the policy places pages within (empty without a controller).
     pub controls: &'a Controls,
+    /// Per tenant (same order as `tenants`), when the backend measures it; else empty.
+    pub tenant_telemetry: &'a [TenantTelemetry],
 }
 
 impl Snapshot<'_> {

@@ -224,6 +224,7 @@ impl Backend for RuntimeBackend {
             events: &self.events,
             tenants: &self.tenants,
             controls: &self.controls,
+            tenant_telemetry: &[],
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {

@@ -220,6 +220,7 @@ mod tests {
             events,
             tenants: &[],
             controls: &tiermem_core::NO_CONTROLS,
+            tenant_telemetry: &[],
         })
     }
 

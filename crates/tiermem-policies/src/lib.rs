@@ -17,6 +17,7 @@ pub mod colloid;
 pub mod colloid_layer;
 pub mod config;
 pub mod heat;
+pub mod mercury;
 pub mod registry;
 
 /// Declares each policy's module and lists its `ENTRY` in [`REGISTRY`]: one line per policy.

@@ -5,7 +5,7 @@
 use crate::compressed::{Allocator, Compressibility, Pool};
 use crate::config::{AntagonistConfig, SimConfig};
 use crate::latency::Curve;
-use crate::machine::{CoreModel, Demand, Equilibrium, Machine, TierModel};
+use crate::machine::{CoreModel, Demand, Equilibrium, Machine, TenantsEquilibrium, TierModel};
 use crate::tracker::{EpochContext, SimTracker};
 use crate::workload::{OpShape, Workload};
 use rand::rngs::SmallRng;
@@ -16,8 +16,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use tiermem_core::{
     Applied, Backend, Capabilities, Controls, HeatEvent, PageIdx, PageRange, Plan, Provision,
-    Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierKind, TierSpec,
-    TierTelemetry, TrackerKind, TrackerSpec,
+    Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TenantTelemetry, TierId, TierKind,
+    TierSpec, TierTelemetry, TrackerKind, TrackerSpec,
 };
 
 /// One row of the time series (averages over `record_interval_ms`).
@@ -40,6 +40,28 @@ pub struct Record {
     /// Per tenant: operations per second and the share of its reads each tier served.
     pub tenant_ops_per_s: Vec<f64>,
     pub tenant_app_share: Vec<Vec<f64>>,
+    /// Per tenant: mean read latency, memory bandwidth (reads + writes), bytes in the
+    /// default tier, the default-tier limit in force (NaN: none), CPU share and NUMA hint
+    /// faults per second (the last quantum's).
+    pub tenant_latency_ns: Vec<f64>,
+    pub tenant_bandwidth_bytes_per_s: Vec<f64>,
+    pub tenant_local_bytes: Vec<f64>,
+    pub tenant_local_limit_bytes: Vec<f64>,
+    pub tenant_cpu_share: Vec<f64>,
+    pub tenant_hint_faults_per_s: Vec<f64>,
+}
+
+/// Linux NUMA balancing scans a task's address space `numa_balancing_scan_size_mb` = 256 MB
+/// per `numa_balancing_scan_period_min_ms` = 1000 ms (kernel defaults, kernel/sched/fair.c),
+/// paced by the task's ticks (`task_tick_numa`), so a throttled task scans less.
+pub const NUMA_SCAN_BYTES_PER_S: f64 = 256.0 * 1048576.0;
+/// Hint faults are taken per base page (4 KiB) in this model.
+const HINT_FAULT_PAGE_BYTES: f64 = 4096.0;
+
+/// Remote NUMA hint faults per second of a task running at CPU share `share` whose pages
+/// are remote and touched within a scan cycle in the fraction `touched_remote`.
+pub fn hint_fault_rate(share: f64, touched_remote: f64) -> f64 {
+    NUMA_SCAN_BYTES_PER_S * share / HINT_FAULT_PAGE_BYTES * touched_remote
 }
 
 #[derive(Default)]
@@ -56,6 +78,9 @@ struct Accum {
     /// Per tenant: operations, and read lines per tier.
     tenant_ops: Vec<f64>,
     tenant_lines: Vec<Vec<f64>>,
+    /// Per tenant: time-weighted mean latency and bandwidth.
+    tenant_lat: Vec<f64>,
+    tenant_bytes: Vec<f64>,
 }
 
 impl Accum {
@@ -76,13 +101,18 @@ impl Accum {
         t: usize,
         ops_per_s: f64,
         lines_per_s: impl Iterator<Item = f64>,
+        (latency_ns, bytes_per_s): (f64, f64),
         dt_s: f64,
     ) {
         if self.tenant_ops.len() <= t {
             self.tenant_ops.resize(t + 1, 0.0);
             self.tenant_lines.resize(t + 1, vec![0.0; self.lat.len()]);
+            self.tenant_lat.resize(t + 1, 0.0);
+            self.tenant_bytes.resize(t + 1, 0.0);
         }
         self.tenant_ops[t] += ops_per_s * dt_s;
+        self.tenant_lat[t] += latency_ns * dt_s;
+        self.tenant_bytes[t] += bytes_per_s * dt_s;
         for (acc, l) in self.tenant_lines[t].iter_mut().zip(lines_per_s) {
             *acc += l * dt_s;
         }
@@ -209,6 +239,8 @@ pub struct SimBackend {
     quantum_faults: Vec<f64>,
     interval_faults: Vec<f64>,
     fault_events: Vec<HeatEvent>,
+    /// Per tenant, the last quantum's measurements (the snapshot's `tenant_telemetry`).
+    tenant_telemetry: Vec<TenantTelemetry>,
 }
 
 impl SimBackend {
@@ -264,6 +296,7 @@ impl SimBackend {
                     write_cost: 1.0,
                     curve: Curve::from_spec(&tiermem_core::tier::CurveSpec::Named("flat".into()))
                         .expect("the flat curve"),
+                    coupling: 0.0,
                 });
                 pools.push(Some(Pool::new(
                     codec,
@@ -284,6 +317,12 @@ impl SimBackend {
                 write_cost: t.write_cost.unwrap_or(1.0),
                 curve: Curve::from_spec(curve)
                     .map_err(|e| tiermem_core::config::invalid(&format!("{path}.curve"), e))?,
+                // A lower memory tier's traffic couples into the default tier's queues.
+                coupling: if i > 0 {
+                    cfg.machine.inter_tier_coupling
+                } else {
+                    0.0
+                },
             });
             specs.push(spec);
         }
@@ -427,6 +466,7 @@ impl SimBackend {
             quantum_faults: vec![0.0; n],
             interval_faults: vec![0.0; n],
             fault_events: Vec::new(),
+            tenant_telemetry: Vec::new(),
         };
         b.tenant_used = b.count_tenant_used();
         b.recompute_mass();
@@ -473,6 +513,10 @@ impl SimBackend {
     /// Every tenant's workload has ended (a trace replayed to its end).
     pub fn finished(&self) -> bool {
         self.loads.iter().all(|l| l.workload.finished())
+    }
+    /// The tenants' specs (name, span), in page order.
+    pub fn tenant_specs(&self) -> &[TenantSpec] {
+        &self.tenants
     }
     /// Per tenant: its operations per second in the last epoch.
     pub fn tenant_ops_per_s(&self) -> Vec<f64> {
@@ -808,6 +852,58 @@ impl SimBackend {
         })
     }
 
+    /// The steady state if each tenant's reads were split over the tiers as `masses[t]` and
+    /// it ran at CPU share `shares[t]`, with no migration (Mercury's profiler and its
+    /// machine calibration: a scratch run reduced to its fixed point). Returns the
+    /// equilibrium and, per tenant, its memory bandwidth (bytes/s).
+    pub fn solve_static(
+        &self,
+        masses: &[Vec<f64>],
+        shares: &[f64],
+    ) -> (TenantsEquilibrium, Vec<f64>) {
+        let n = self.specs.len();
+        let zero = vec![0.0; n];
+        let ant = self.antagonist_cores(self.now_ns);
+        let tenants: Vec<(CoreModel, Demand<'_>)> = (0..self.loads.len())
+            .map(|t| {
+                let shape = &self.loads[t].shape;
+                (
+                    CoreModel {
+                        cores: self.loads[t].cores * shares[t],
+                        ..self.machine.cores
+                    },
+                    Demand {
+                        mass: &masses[t],
+                        lines_per_op: shape.lines_per_op as f64,
+                        written_lines_per_op: shape.written_lines_per_op,
+                        antagonist_cores: &ant,
+                        antagonist_mlp: self.antagonist_mlp,
+                        migration_read_bytes_per_s: &zero,
+                        migration_write_bytes_per_s: &zero,
+                        app_stall: 0.0,
+                        fault_ns_per_op: 0.0,
+                    },
+                )
+            })
+            .collect();
+        let te = self.machine.solve_tenants(&tenants);
+        let bw = (0..self.loads.len())
+            .map(|t| {
+                let shape = &self.loads[t].shape;
+                te.ops_per_s[t]
+                    * (shape.lines_per_op as f64 + shape.written_lines_per_op)
+                    * tiermem_core::CACHELINE_BYTES as f64
+            })
+            .collect();
+        (te, bw)
+    }
+
+    /// Tenant `t`'s per-page access probabilities (a stationary workload), in its own page
+    /// order.
+    pub fn tenant_probabilities(&self, t: usize) -> Option<&[f64]> {
+        self.loads.get(t)?.workload.probabilities()
+    }
+
     fn solve_now_per_tenant(&self) -> (Equilibrium, Vec<f64>) {
         let zero = vec![0.0; self.specs.len()];
         self.solve(&zero, &zero, &vec![0.0; self.loads.len()])
@@ -841,6 +937,81 @@ impl SimBackend {
             (0..k).map(|t| (self.tenant_cores(t), demand(t))).collect();
         let te = self.machine.solve_tenants(&tenants);
         (te.total, te.ops_per_s)
+    }
+
+    /// NUMA hint faults per second tenant `t` takes on its pages outside the default tier
+    /// (Mercury §4.2's `Thresh_numa` signal). NUMA balancing unmaps the task's address
+    /// space at [`NUMA_SCAN_BYTES_PER_S`] times its CPU share (scans are paced by its
+    /// ticks); a scanned page faults if it is touched before its next scan, which for page
+    /// `p` at `λ_p` accesses per second over a scan cycle `c` happens with probability
+    /// `1 − exp(−λ_p c)`. Rate = base pages scanned per second × the share of its pages
+    /// that are remote and touched within a cycle. (Traces: every remote page counts.)
+    pub fn hint_faults_per_s(&self, t: usize) -> f64 {
+        let l = &self.loads[t];
+        let share = self.controls.cpu_share(TenantId(t as u16)).clamp(0.0, 1.0);
+        let pages = l.workload.page_count() as usize;
+        if pages == 0 || share == 0.0 {
+            return 0.0;
+        }
+        let footprint = pages as f64 * self.page_bytes as f64 / self.scale;
+        let cycle_s = footprint / (NUMA_SCAN_BYTES_PER_S * share);
+        let span = l.span();
+        let touched: f64 = match l.workload.probabilities() {
+            Some(pr) => span
+                .filter(|&p| self.placement[p] != TierId::DEFAULT)
+                .map(|p| 1.0 - (-l.ops_per_s * pr[p - l.start] * cycle_s).exp())
+                .sum(),
+            None => span
+                .filter(|&p| self.placement[p] != TierId::DEFAULT)
+                .count() as f64,
+        };
+        hint_fault_rate(share, touched / pages as f64)
+    }
+
+    /// Reclamation under per-tier limits (Mercury §4.1, `memory.per_numa_high`: a limit
+    /// below a tenant's usage immediately reclaims on that tier, demoting to the next tier):
+    /// for each tenant over its limit on a tier, moves of its least-accessed pages there
+    /// (the kernel's LRU order; here by the workload's access probability, traces by page
+    /// order) to the next tier down, one page per move.
+    fn reclaim_moves(&self) -> Vec<tiermem_core::Move> {
+        let mut out = Vec::new();
+        if self.controls.limits.is_empty() {
+            return out;
+        }
+        let n = self.specs.len();
+        for (t, l) in self.loads.iter().enumerate() {
+            for k in 0..n.saturating_sub(1) {
+                let Some(limit) = self.controls.limit(TenantId(t as u16), TierId(k as u8)) else {
+                    continue;
+                };
+                let used = self.tenant_used[t][k];
+                let excess = used.saturating_sub(limit / self.page_bytes) as usize;
+                if excess == 0 {
+                    continue;
+                }
+                let mut here: Vec<usize> = l
+                    .span()
+                    .filter(|&p| self.placement[p].index() == k)
+                    .collect();
+                if let Some(pr) = l.workload.probabilities() {
+                    let key = |p: &usize| pr[*p - l.start];
+                    if excess < here.len() {
+                        here.select_nth_unstable_by(excess, |a, b| key(a).total_cmp(&key(b)));
+                    }
+                    here.truncate(excess);
+                    here.sort_by(|a, b| key(a).total_cmp(&key(b)).then(a.cmp(b)));
+                } else {
+                    here.reverse();
+                    here.truncate(excess);
+                }
+                out.extend(here.into_iter().map(|p| tiermem_core::Move {
+                    tenant: TenantId(t as u16),
+                    range: PageRange::one(p as PageIdx),
+                    to: TierId(k as u8 + 1),
+                }));
+            }
+        }
+        out
     }
 
     /// Tenant `t`'s cores as the machine sees them: its cores times the CPU share the
@@ -933,7 +1104,10 @@ impl SimBackend {
             l.ops_per_s = *o;
         }
         let step_s = step_ns as f64 / 1e9;
-        // Sampled accesses: the access path, tenant by tenant.
+        // Sampled accesses: the access path, tenant by tenant. Exact trackers draw from
+        // every page's probability only when every tenant has one (below); beside a
+        // tenant without (a stream, a trace) every tenant's accesses feed them as sampled.
+        let all_exact = self.loads.iter().all(|l| l.exact);
         for t in 0..k {
             if k > 1 {
                 self.tracker
@@ -966,7 +1140,7 @@ impl SimBackend {
                 }
                 let time = self.now_ns + (i as f64 * dt_per) as u64;
                 self.tracker
-                    .on_access(page as PageIdx, a.write, time, exact);
+                    .on_access(page as PageIdx, a.write, time, exact && all_exact);
             }
         }
         if k > 1 {
@@ -987,9 +1161,16 @@ impl SimBackend {
         self.interval.add(&eq, step_s);
         for (t, &o) in ops.iter().enumerate() {
             let m = self.demand_mass(t).into_owned();
-            let lines = o * self.loads[t].shape.lines_per_op as f64;
+            let shape = &self.loads[t].shape;
+            let lines = o * shape.lines_per_op as f64;
+            let latency: f64 = m.iter().zip(&eq.latency_ns).map(|(a, l)| a * l).sum();
+            let bytes = o
+                * (shape.lines_per_op as f64 + shape.written_lines_per_op)
+                * tiermem_core::CACHELINE_BYTES as f64;
             self.interval
-                .add_tenant(t, o, m.iter().map(|x| x * lines), step_s);
+                .add_tenant(t, o, m.iter().map(|x| x * lines), (latency, bytes), step_s);
+            self.quantum
+                .add_tenant(t, o, m.iter().map(|x| x * lines), (latency, bytes), step_s);
         }
         // Exact trackers need each page's access rate: one tenant, its probabilities at
         // its rate; several, every page's share of all operations.
@@ -1068,6 +1249,28 @@ impl SimBackend {
                         .map(|x| if total > 0.0 { x / total } else { 0.0 })
                         .collect()
                 })
+                .collect(),
+            tenant_latency_ns: a.tenant_lat.iter().map(|x| x / a.dt_s).collect(),
+            tenant_bandwidth_bytes_per_s: a.tenant_bytes.iter().map(|x| x / a.dt_s).collect(),
+            tenant_local_bytes: self
+                .tenant_used
+                .iter()
+                .map(|u| (u[0] * self.page_bytes) as f64)
+                .collect(),
+            tenant_local_limit_bytes: (0..self.loads.len())
+                .map(|t| {
+                    self.controls
+                        .limit(TenantId(t as u16), TierId::DEFAULT)
+                        .map_or(f64::NAN, |b| b as f64)
+                })
+                .collect(),
+            tenant_cpu_share: (0..self.loads.len())
+                .map(|t| self.controls.cpu_share(TenantId(t as u16)))
+                .collect(),
+            tenant_hint_faults_per_s: self
+                .tenant_telemetry
+                .iter()
+                .map(|x| x.hint_faults_per_s)
                 .collect(),
         });
         self.interval_faults.iter_mut().for_each(|f| *f = 0.0);
@@ -1224,6 +1427,19 @@ impl Backend for SimBackend {
             };
         }
         self.quantum_faults.iter_mut().for_each(|f| *f = 0.0);
+        self.tenant_telemetry = (0..self.loads.len())
+            .map(|t| TenantTelemetry {
+                ops_per_s: q.tenant_ops.get(t).map_or(0.0, |x| x / q.dt_s),
+                avg_latency_ns: q.tenant_lat.get(t).map_or(0.0, |x| x / q.dt_s),
+                bandwidth_bytes_per_s: q.tenant_bytes.get(t).map_or(0.0, |x| x / q.dt_s),
+                hint_faults_per_s: self.hint_faults_per_s(t),
+                used_bytes: self.tenant_used[t]
+                    .iter()
+                    .map(|u| u * self.page_bytes)
+                    .collect(),
+                footprint_bytes: self.loads[t].workload.page_count() as u64 * self.page_bytes,
+            })
+            .collect();
         self.quantum = q;
         self.tracker.drain(&mut self.events);
         self.events.append(&mut self.fault_events);
@@ -1243,6 +1459,7 @@ impl Backend for SimBackend {
             events: &self.events,
             tenants: &self.tenants,
             controls: &self.controls,
+            tenant_telemetry: &self.tenant_telemetry,
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
@@ -1254,7 +1471,8 @@ impl Backend for SimBackend {
         // each move is one operation (fixed cost: fault, unmap, shootdown) plus its copy.
         let mut thread_ns = self.last_quantum_ns as f64 * self.mig_threads;
         let n_tiers = self.specs.len();
-        for mv in &plan.moves {
+        let reclaim = self.reclaim_moves();
+        for mv in reclaim.iter().chain(&plan.moves) {
             let pages = mv.range.len as u64;
             a.pages_tried += pages;
             let to = mv.to;

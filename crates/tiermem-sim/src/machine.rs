@@ -29,6 +29,12 @@ pub struct TierModel {
     /// Bandwidth cost of a written byte relative to a read byte (≥ 1 on DRAM channels).
     pub write_cost: f64,
     pub curve: Curve,
+    /// Inter-tier coupling (Mercury §2.2.2, Takeaway #2): the weight with which this tier's
+    /// effective utilization adds to the default tier's. Requests to a CXL expander wait in
+    /// the same CPU-side request queues as local ones (Mercury Fig. 3) and hold them longer
+    /// (a slower link), so a busy CXL tier raises local latency. 0 = independent tiers (the
+    /// default; the default tier's own value is ignored). See docs/simulator.md.
+    pub coupling: f64,
 }
 
 impl TierModel {
@@ -38,10 +44,19 @@ impl TierModel {
     }
     /// Loaded read latency for the given traffic.
     pub fn latency_ns(&self, read_bytes_per_s: f64, write_bytes_per_s: f64) -> f64 {
+        self.latency_ns_coupled(read_bytes_per_s, write_bytes_per_s, 0.0)
+    }
+    /// Loaded read latency with `extra_u` utilization coupled in from other tiers.
+    pub fn latency_ns_coupled(
+        &self,
+        read_bytes_per_s: f64,
+        write_bytes_per_s: f64,
+        extra_u: f64,
+    ) -> f64 {
         self.unloaded_ns
             * self
                 .curve
-                .multiplier(self.utilization(read_bytes_per_s, write_bytes_per_s))
+                .multiplier(self.utilization(read_bytes_per_s, write_bytes_per_s) + extra_u)
     }
 }
 
@@ -177,9 +192,7 @@ impl Machine {
         };
         let latencies = |ops: &[f64]| -> Vec<f64> {
             let (r, w) = traffic(ops);
-            (0..n)
-                .map(|i| self.tier_latency_at(i, r[i], w[i], shared))
-                .collect()
+            self.latencies_at(&r, &w, shared)
         };
         let avg = |d: &Demand<'_>, l: &[f64]| (0..n).map(|i| d.mass[i] * l[i]).sum::<f64>();
         let rates = |l: &[f64]| -> Vec<f64> {
@@ -265,28 +278,66 @@ impl Machine {
         ops_per_s(&self.cores, avg_latency_ns, d)
     }
 
-    /// A tier's latency given the application's op rate (solving its antagonist loop).
-    fn tier_latency(&self, i: usize, app_ops_per_s: f64, d: &Demand<'_>) -> f64 {
+    /// Every tier's latency given the application's op rate (one tenant).
+    fn tier_latencies(&self, app_ops_per_s: f64, d: &Demand<'_>) -> Vec<f64> {
         let line = CACHELINE_BYTES as f64;
-        let app_r =
-            app_ops_per_s * d.lines_per_op * d.mass[i] * line + d.migration_read_bytes_per_s[i];
-        let app_w = app_ops_per_s * d.written_lines_per_op * d.mass[i] * line
-            + d.migration_write_bytes_per_s[i];
-        self.tier_latency_at(i, app_r, app_w, d)
+        let n = self.tiers.len();
+        let r: Vec<f64> = (0..n)
+            .map(|i| {
+                app_ops_per_s * d.lines_per_op * d.mass[i] * line + d.migration_read_bytes_per_s[i]
+            })
+            .collect();
+        let w: Vec<f64> = (0..n)
+            .map(|i| {
+                app_ops_per_s * d.written_lines_per_op * d.mass[i] * line
+                    + d.migration_write_bytes_per_s[i]
+            })
+            .collect();
+        self.latencies_at(&r, &w, d)
+    }
+
+    /// Every tier's latency given the bytes/s the applications and migration offer it:
+    /// the lower tiers first (each its own closed loop), then the default tier with their
+    /// coupled utilization added (Mercury §2.2.2: CXL traffic slows local requests).
+    pub fn latencies_at(&self, r: &[f64], w: &[f64], d: &Demand<'_>) -> Vec<f64> {
+        let n = self.tiers.len();
+        let line = CACHELINE_BYTES as f64;
+        let mut out = vec![0.0; n];
+        let mut coupled_u = 0.0;
+        for i in 1..n {
+            out[i] = self.tier_latency_at(i, r[i], w[i], d, 0.0);
+            let c = self.tiers[i].coupling;
+            if c > 0.0 {
+                let ant = d.antagonist_cores[i] * d.antagonist_mlp / out[i] * 1e9 * line;
+                coupled_u += c * self.tiers[i].utilization(r[i] + ant, w[i] + ant);
+            }
+        }
+        if n > 0 {
+            out[0] = self.tier_latency_at(0, r[0], w[0], d, coupled_u);
+        }
+        out
     }
 
     /// A tier's latency given the bytes/s the applications and migration offer it
-    /// (solving its antagonists' closed loop; `d` gives the antagonists).
-    fn tier_latency_at(&self, i: usize, app_r: f64, app_w: f64, d: &Demand<'_>) -> f64 {
+    /// (solving its antagonists' closed loop; `d` gives the antagonists), with `extra_u`
+    /// utilization coupled in from other tiers.
+    fn tier_latency_at(
+        &self,
+        i: usize,
+        app_r: f64,
+        app_w: f64,
+        d: &Demand<'_>,
+        extra_u: f64,
+    ) -> f64 {
         let t = &self.tiers[i];
         let line = CACHELINE_BYTES as f64;
         let ant_lines_ns = d.antagonist_cores[i] * d.antagonist_mlp; // lines in flight
         if ant_lines_ns == 0.0 {
-            return t.latency_ns(app_r, app_w);
+            return t.latency_ns_coupled(app_r, app_w, extra_u);
         }
         bisect_decreasing(t.unloaded_ns, |l| {
             let ant = ant_lines_ns / l * 1e9 * line;
-            t.latency_ns(app_r + ant, app_w + ant) - l
+            t.latency_ns_coupled(app_r + ant, app_w + ant, extra_u) - l
         })
     }
 
@@ -299,10 +350,7 @@ impl Machine {
     /// share scales its cores).
     pub fn solve_on(&self, cores: &CoreModel, d: &Demand<'_>) -> Equilibrium {
         let n = self.tiers.len();
-        let lat_at = |avg: f64| -> Vec<f64> {
-            let ops = ops_per_s(cores, avg, d);
-            (0..n).map(|i| self.tier_latency(i, ops, d)).collect()
-        };
+        let lat_at = |avg: f64| -> Vec<f64> { self.tier_latencies(ops_per_s(cores, avg, d), d) };
         let lo: f64 = (0..n).map(|i| d.mass[i] * self.tiers[i].unloaded_ns).sum();
         let avg = bisect_decreasing(lo.max(1e-3), |x| {
             let l = lat_at(x);
@@ -349,6 +397,7 @@ mod tests {
             peak_bytes_per_s: peak_gbps * 1e9,
             write_cost: 1.75,
             curve: Curve::from_spec(&CurveSpec::Named(curve.into())).unwrap(),
+            coupling: 0.0,
         }
     }
 

@@ -16,10 +16,16 @@ pub const EXPERIMENTS: &[&str] = &[
     "colloid-fig7",
     "colloid-fig8",
     "colloid-fig9",
+    "mercury-fig13",
+    "mercury-fig14",
+    "mercury-fig16",
 ];
 
 /// The GUPS setup of Colloid §2.1 (base for every Colloid figure).
 pub const COLLOID_GUPS_BASE: &str = include_str!("../../../experiments/colloid/gups-base.toml");
+
+/// Mercury §5.5 Fig. 13's machine and tenants (base of every Mercury reproduction).
+pub const MERCURY_FIG13_BASE: &str = include_str!("../../../experiments/mercury/fig13.toml");
 
 /// Run a named experiment, write its outputs into `out`, and return its summary.
 pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
@@ -29,6 +35,9 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
         "colloid-fig7" => colloid_heatmap(quick, Axis::AltLatency)?,
         "colloid-fig8" => colloid_heatmap(quick, Axis::ObjectSize)?,
         "colloid-fig9" => colloid_fig9(quick, out)?,
+        "mercury-fig13" => crate::reproduce_mercury::fig13(quick, out)?,
+        "mercury-fig14" => crate::reproduce_mercury::fig14(quick, out)?,
+        "mercury-fig16" => crate::reproduce_mercury::fig16(quick, out)?,
         other => {
             return Err(Error::usage(format!(
                 "unknown experiment `{other}`; available: {}",
@@ -66,6 +75,7 @@ fn with_systems(mut summary: Value) -> Value {
         .map(|s| {
             let label = match s.as_str() {
                 "best-case" => "Best case".to_string(),
+                "mercury" => "Mercury (over TPP)".to_string(),
                 other => tiermem_policies::registry::system_label(other),
             };
             (s.clone(), Value::String(label))

@@ -19,6 +19,8 @@ pub struct RunOutcome {
     pub never_migrates: bool,
     /// The policy's own counters at the end of the run ([`Policy::counters`]).
     pub policy_counters: Vec<(&'static str, u64)>,
+    /// With a `[controller]`: its profiles and thresholds.
+    pub controller_setup: Option<crate::mercury::Setup>,
     pub wall_time_s: f64,
 }
 
@@ -54,7 +56,14 @@ pub fn run_with(
     policy: Box<dyn Policy>,
 ) -> Result<RunOutcome> {
     let start = std::time::Instant::now();
-    let mut engine = Engine::new(policy, &mut backend)?;
+    let (controller, controller_setup) = match &cfg.controller {
+        Some(c) => {
+            let (ctl, setup) = crate::mercury::build(cfg, c)?;
+            (Some(ctl), Some(setup))
+        }
+        None => (None, None),
+    };
+    let mut engine = Engine::with_controller(policy, controller, &mut backend)?;
     engine.global_limit_bytes_per_s = cfg.engine.migration_limit_gbps.map(|g| g * 1e9);
     let end_ns = (cfg.duration_s * 1e9) as u64;
     while backend.now_ns() < end_ns && !backend.finished() {
@@ -66,6 +75,7 @@ pub fn run_with(
         never_migrates: engine.policy.migration_limit_bytes() == Some(0),
         policy_counters: engine.policy.counters(),
         counters: engine.counters.clone(),
+        controller_setup,
         backend,
         wall_time_s: start.elapsed().as_secs_f64(),
     })
@@ -132,6 +142,38 @@ impl RunOutcome {
             cols.push(col(format!("app_share_tier{i}"), &|r| r.app_share[i]));
             if is_compressed(&self.backend.tier_specs()[i]) {
                 cols.push(col(format!("tier{i}_faults_per_s"), &|r| r.faults_per_s[i]));
+            }
+        }
+        let names: Vec<String> = self
+            .backend
+            .tenant_specs()
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        if names.len() > 1 {
+            for (t, name) in names.iter().enumerate() {
+                let get = |v: &Vec<f64>| v.get(t).copied().unwrap_or(f64::NAN);
+                cols.push(col(format!("{name}_ops_per_s"), &|r| {
+                    get(&r.tenant_ops_per_s)
+                }));
+                cols.push(col(format!("{name}_latency_ns"), &|r| {
+                    get(&r.tenant_latency_ns)
+                }));
+                cols.push(col(format!("{name}_bandwidth_bytes_per_s"), &|r| {
+                    get(&r.tenant_bandwidth_bytes_per_s)
+                }));
+                cols.push(col(format!("{name}_local_bytes"), &|r| {
+                    get(&r.tenant_local_bytes)
+                }));
+                cols.push(col(format!("{name}_local_limit_bytes"), &|r| {
+                    get(&r.tenant_local_limit_bytes)
+                }));
+                cols.push(col(format!("{name}_cpu_share"), &|r| {
+                    get(&r.tenant_cpu_share)
+                }));
+                cols.push(col(format!("{name}_hint_faults_per_s"), &|r| {
+                    get(&r.tenant_hint_faults_per_s)
+                }));
             }
         }
         cols.push(col("migrated_bytes_per_s".into(), &|r| {
@@ -245,6 +287,9 @@ impl RunOutcome {
             "warnings": self.warnings(cfg),
             "wall_time_s": self.wall_time_s,
         });
+        if let Some(setup) = &self.controller_setup {
+            summary["controller"] = json!(setup);
+        }
         if !cfg.tenants.is_empty() {
             // Only with `[[tenants]]` (a top-level `workload` keeps the summary as it was):
             // each tenant's steady-state throughput and the share of its reads per tier.

@@ -1,0 +1,919 @@
+//! Mercury (arXiv 2412.08938, "QoS-Aware Tiered Memory System") as a [`Controller`]:
+//! per-tenant SLOs and strict unique priorities, enforced with per-tenant default-tier
+//! limits and CPU shares, decided by admission control (Listing 1) and adapted every
+//! 200 ms (Listing 2). Pages move within the limits by the placement policy underneath
+//! (Mercury keeps Linux's NUMA balancing, §3.2: TPP here) and by the backend's reclaim of a
+//! tenant over its limit (§4.1, `memory.per_numa_high`).
+//!
+//! Pure like a policy: it sees snapshots (per-tenant latency, bandwidth and NUMA hint-fault
+//! rate in `Snapshot::tenant_telemetry`), keeps its own clock from `now_ns`, and returns the
+//! complete controls in force. What it is given at build time: each tenant's profile
+//! (§4.2, measured by the backend in isolation) and the machine's two thresholds.
+//!
+//! Choices the paper leaves open (documented in docs/simulator.md, tested below):
+//! * step sizes: `memory_step` (1 GiB, the paper's Fig. 9 example demotes 1 GB) and
+//!   `cpu_step` (5 % of the tenant's cores) per adaptation round and action;
+//! * hysteresis: an LS tenant is unsatisfied above its latency target and yields below
+//!   `(1 − hysteresis) ×` it, so it settles in `[0.95, 1.0] ×` target; a BI tenant is
+//!   unsatisfied below `(1 − hysteresis) ×` its bandwidth target and yields above
+//!   `(1 + hysteresis) ×` it;
+//! * work conservation (Listing 2 line 11): free default-tier memory goes, in descending
+//!   priority, to tenants as *spare* after `settle_rounds` consecutive rounds in which
+//!   every SLO held; spare is not yielded back by a satisfied tenant (it would bounce) and
+//!   is all taken back the first round any SLO is missed;
+//! * admission of a BI tenant gives its profiled memory and CPU; reducing co-runners'
+//!   bandwidth (Listing 1's `yieldBW`) happens in the adaptation rounds that follow, which
+//!   measure the effect of each step instead of predicting it.
+
+use serde::{Deserialize, Serialize};
+use tiermem_core::config::{check_positive, check_range, invalid, join, Validate};
+use tiermem_core::{
+    Controller, Controls, CpuShare, Needs, Result, Size, Snapshot, TenantId, TierId, TierLimit,
+};
+
+/// Controllers by config name (`[controller] controller = "..."`).
+pub const CONTROLLERS: &[&str] = &["mercury"];
+
+/// A tenant's service-level objective: a memory-access latency target (latency-sensitive,
+/// LS) or a memory-bandwidth target (bandwidth-intensive, BI). Written with its unit:
+/// "460ns", "0.46us", "40GB/s", "500MB/s" (GB = 1e9 bytes).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Slo {
+    LatencyNs(f64),
+    BandwidthBytesPerS(f64),
+}
+
+impl Slo {
+    pub fn parse(text: &str) -> std::result::Result<Slo, String> {
+        let t = text.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let v: f64 = num.parse().map_err(|_| {
+            format!("`{text}` is not a number with a unit; write a latency (\"460ns\", \"0.5us\") or a bandwidth (\"40GB/s\", \"500MB/s\")")
+        })?;
+        let slo = match unit.trim() {
+            "ns" => Slo::LatencyNs(v),
+            "us" => Slo::LatencyNs(v * 1e3),
+            "GB/s" => Slo::BandwidthBytesPerS(v * 1e9),
+            "MB/s" => Slo::BandwidthBytesPerS(v * 1e6),
+            "" => return Err(format!("`{text}` has no unit; write \"{text}ns\" for a latency target (LS) or \"{text}GB/s\" for a bandwidth target (BI)")),
+            other => return Err(format!("`{text}`: unknown unit `{other}`; use ns or us (latency, LS) or GB/s or MB/s (bandwidth, BI)")),
+        };
+        if !(v.is_finite() && v > 0.0) {
+            return Err(format!("`{text}`: an SLO is positive"));
+        }
+        Ok(slo)
+    }
+    pub fn is_latency(&self) -> bool {
+        matches!(self, Slo::LatencyNs(_))
+    }
+    /// The target in its own unit (ns or bytes/s).
+    pub fn target(&self) -> f64 {
+        match *self {
+            Slo::LatencyNs(v) | Slo::BandwidthBytesPerS(v) => v,
+        }
+    }
+    pub fn class(&self) -> &'static str {
+        if self.is_latency() {
+            "LS"
+        } else {
+            "BI"
+        }
+    }
+}
+
+/// One `[[controller.tenants]]` entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MercuryTenantConfig {
+    /// A `[[tenants]]` name of the simulation (a program's name on the runtime).
+    pub name: String,
+    /// "460ns" (LS: memory-access latency) or "40GB/s" (BI: memory bandwidth).
+    pub slo: String,
+    /// Strict priority, unique; larger = more important.
+    pub priority: u32,
+    /// When the tenant is submitted (admission control runs then); before it the tenant
+    /// does not run (CPU share 0, no default-tier memory).
+    #[serde(default)]
+    pub arrive_s: f64,
+}
+
+/// The `[controller]` section.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerConfig {
+    /// The controller: "mercury".
+    pub controller: String,
+    /// Adaptation period (Mercury §4.3.2: 200 ms).
+    #[serde(default = "default_interval_ms")]
+    pub interval_ms: f64,
+    /// Default-tier memory moved per action (Mercury Fig. 9 demotes 1 GB).
+    #[serde(default = "default_memory_step")]
+    pub memory_step: Size,
+    /// CPU share moved per action (a fraction of the tenant's cores).
+    #[serde(default = "default_cpu_step")]
+    pub cpu_step: f64,
+    /// Relative band around an SLO in which a tenant neither asks nor yields.
+    #[serde(default = "default_hysteresis")]
+    pub hysteresis: f64,
+    /// Smallest CPU share a BI tenant is throttled to (it keeps running, best effort).
+    #[serde(default = "default_min_cpu")]
+    pub min_cpu_share: f64,
+    /// Rounds every SLO must hold before free memory is handed out (work conservation).
+    #[serde(default = "default_settle_rounds")]
+    pub settle_rounds: u32,
+    /// Healthy default-tier bandwidth (§4.2), e.g. "150GB/s"; absent = calibrated by the
+    /// backend with the paper's microbenchmarks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresh_local_bw: Option<String>,
+    /// Remote NUMA hint faults per second past which demoting a BI tenant further causes
+    /// inter-tier interference (§4.2); absent = calibrated by the backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresh_numa: Option<f64>,
+    pub tenants: Vec<MercuryTenantConfig>,
+}
+
+fn default_interval_ms() -> f64 {
+    200.0
+}
+fn default_memory_step() -> Size {
+    Size::Bytes(1 << 30)
+}
+fn default_cpu_step() -> f64 {
+    0.05
+}
+fn default_hysteresis() -> f64 {
+    0.05
+}
+fn default_min_cpu() -> f64 {
+    0.05
+}
+fn default_settle_rounds() -> u32 {
+    5
+}
+
+impl ControllerConfig {
+    /// Each tenant's SLO, parsed (validated by [`Validate`]).
+    pub fn slos(&self) -> Vec<Slo> {
+        self.tenants
+            .iter()
+            .map(|t| Slo::parse(&t.slo).expect("validated"))
+            .collect()
+    }
+    /// `thresh_local_bw` in bytes/s, if given.
+    pub fn thresh_local_bw_bytes(&self) -> Option<f64> {
+        self.thresh_local_bw
+            .as_deref()
+            .map(|s| Slo::parse(s).expect("validated").target())
+    }
+}
+
+impl Validate for ControllerConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        if !CONTROLLERS.contains(&self.controller.as_str()) {
+            return Err(invalid(
+                &join(p, "controller"),
+                format!(
+                    "unknown controller `{}`; use one of: {}",
+                    self.controller,
+                    CONTROLLERS.join(", ")
+                ),
+            ));
+        }
+        check_range(&join(p, "interval_ms"), self.interval_ms, 1.0, 1e6)?;
+        let step = self.memory_step.bytes(&join(p, "memory_step"))?;
+        if step == 0 {
+            return Err(invalid(
+                &join(p, "memory_step"),
+                "0; give a positive size such as \"1GiB\"",
+            ));
+        }
+        check_positive(&join(p, "cpu_step"), self.cpu_step, 1.0)?;
+        check_range(&join(p, "hysteresis"), self.hysteresis, 0.0, 0.5)?;
+        check_positive(&join(p, "min_cpu_share"), self.min_cpu_share, 1.0)?;
+        check_range(
+            &join(p, "settle_rounds"),
+            self.settle_rounds as f64,
+            0.0,
+            1e6,
+        )?;
+        if let Some(t) = &self.thresh_local_bw {
+            match Slo::parse(t) {
+                Ok(Slo::BandwidthBytesPerS(_)) => {}
+                Ok(_) => {
+                    return Err(invalid(
+                        &join(p, "thresh_local_bw"),
+                        format!("`{t}` is a latency; give a bandwidth such as \"150GB/s\""),
+                    ))
+                }
+                Err(e) => return Err(invalid(&join(p, "thresh_local_bw"), e)),
+            }
+        }
+        if let Some(t) = self.thresh_numa {
+            check_positive(&join(p, "thresh_numa"), t, 1e12)?;
+        }
+        if self.tenants.is_empty() {
+            return Err(invalid(
+                &join(p, "tenants"),
+                "empty; list each managed tenant as [[controller.tenants]] with name, slo and priority",
+            ));
+        }
+        for (i, t) in self.tenants.iter().enumerate() {
+            let tp = join(p, &format!("tenants[{i}]"));
+            Slo::parse(&t.slo).map_err(|e| invalid(&join(&tp, "slo"), e))?;
+            if let Some(j) = self.tenants[..i].iter().position(|u| u.name == t.name) {
+                return Err(invalid(
+                    &join(&tp, "name"),
+                    format!(
+                        "`{}` is also tenants[{j}].name; list each tenant once",
+                        t.name
+                    ),
+                ));
+            }
+            if let Some(j) = self.tenants[..i]
+                .iter()
+                .position(|u| u.priority == t.priority)
+            {
+                return Err(invalid(
+                    &join(&tp, "priority"),
+                    format!(
+                        "{} is also tenants[{j}].priority (`{}`); Mercury's priorities are strict and unique: give each tenant a different one",
+                        t.priority, self.tenants[j].name
+                    ),
+                ));
+            }
+            check_range(&join(&tp, "arrive_s"), t.arrive_s, 0.0, 1e7)?;
+        }
+        Ok(())
+    }
+}
+
+/// What the profiler found for one tenant in isolation (§4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Profile {
+    /// The SLO is met alone with all memory local and full CPU.
+    pub admissible: bool,
+    /// The least default-tier memory that meets the SLO alone.
+    pub local_bytes: u64,
+    /// The CPU share that meets a BI SLO alone once its local memory is zero (1 for LS).
+    pub cpu_share: f64,
+    /// What it measured at that allocation (ns or bytes/s).
+    pub measured: f64,
+}
+
+/// The machine's two interference thresholds (§4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Thresholds {
+    /// Healthy default-tier bandwidth, bytes/s.
+    pub local_bw_bytes_per_s: f64,
+    /// Remote NUMA hint faults per second.
+    pub numa_hint_faults_per_s: f64,
+}
+
+/// An action the controller took, for timelines and tests.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Action {
+    pub t_s: f64,
+    pub tenant: String,
+    /// "admit", "reject", "demote", "promote", "cpu_down", "cpu_up", "spare", "reclaim_spare".
+    pub kind: &'static str,
+    /// Why: "yield" (over its SLO), "yield_bw" (for a higher-priority tenant), "yield_mem",
+    /// "need" (its own SLO), "work_conservation".
+    pub why: &'static str,
+}
+
+#[derive(Clone, Debug)]
+struct TenantState {
+    name: String,
+    slo: Slo,
+    priority: u32,
+    arrive_ns: u64,
+    profile: Profile,
+    /// Index in the snapshot's tenants, once seen.
+    idx: Option<usize>,
+    admitted: bool,
+    rejected: bool,
+    /// Default-tier bytes reserved by admission and adaptation.
+    limit: u64,
+    /// Default-tier bytes lent by work conservation.
+    spare: u64,
+    cpu: f64,
+    footprint: u64,
+    /// Measurement sums over the current interval.
+    sum_perf: f64,
+    sum_hint: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Standing {
+    Unsatisfied,
+    InBand,
+    Over,
+}
+
+/// Mercury's admission control and adaptation.
+pub struct Mercury {
+    cfg: ControllerConfig,
+    step: u64,
+    thresholds: Thresholds,
+    tenants: Vec<TenantState>,
+    next_tick_ns: u64,
+    samples: u32,
+    settled_rounds: u32,
+    capacity: u64,
+    controls: Controls,
+    /// Every action so far.
+    pub actions: Vec<Action>,
+}
+
+impl Mercury {
+    /// `profiles` in the order of `cfg.tenants`.
+    pub fn new(
+        cfg: &ControllerConfig,
+        profiles: &[Profile],
+        thresholds: Thresholds,
+    ) -> Result<Self> {
+        cfg.validate("controller")?;
+        let slos = cfg.slos();
+        let tenants = cfg
+            .tenants
+            .iter()
+            .zip(profiles)
+            .zip(slos)
+            .map(|((t, p), slo)| TenantState {
+                name: t.name.clone(),
+                slo,
+                priority: t.priority,
+                arrive_ns: (t.arrive_s * 1e9) as u64,
+                profile: *p,
+                idx: None,
+                admitted: false,
+                rejected: false,
+                limit: 0,
+                spare: 0,
+                cpu: 0.0,
+                footprint: 0,
+                sum_perf: 0.0,
+                sum_hint: 0.0,
+            })
+            .collect();
+        Ok(Mercury {
+            step: cfg.memory_step.bytes("controller.memory_step")?,
+            cfg: cfg.clone(),
+            thresholds,
+            tenants,
+            next_tick_ns: 0,
+            samples: 0,
+            settled_rounds: 0,
+            capacity: 0,
+            controls: Controls::default(),
+            actions: Vec::new(),
+        })
+    }
+
+    pub fn thresholds(&self) -> Thresholds {
+        self.thresholds
+    }
+
+    /// (name, admitted, rejected, limit + spare bytes, CPU share) per managed tenant.
+    pub fn allocations(&self) -> Vec<(String, bool, bool, u64, f64)> {
+        self.tenants
+            .iter()
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    t.admitted,
+                    t.rejected,
+                    t.limit + t.spare,
+                    t.cpu,
+                )
+            })
+            .collect()
+    }
+
+    fn free(&self) -> u64 {
+        let used: u64 = self
+            .tenants
+            .iter()
+            .filter(|t| t.admitted)
+            .map(|t| t.limit + t.spare)
+            .sum();
+        self.capacity.saturating_sub(used)
+    }
+
+    fn log(&mut self, now_ns: u64, i: usize, kind: &'static str, why: &'static str) {
+        self.actions.push(Action {
+            t_s: now_ns as f64 / 1e9,
+            tenant: self.tenants[i].name.clone(),
+            kind,
+            why,
+        });
+    }
+
+    /// Indices of admitted tenants, by ascending priority.
+    fn ascending(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..self.tenants.len())
+            .filter(|&i| self.tenants[i].admitted)
+            .collect();
+        v.sort_by_key(|&i| self.tenants[i].priority);
+        v
+    }
+
+    fn reclaim_spare(&mut self, now_ns: u64) {
+        for i in 0..self.tenants.len() {
+            if self.tenants[i].spare > 0 {
+                self.tenants[i].spare = 0;
+                self.log(now_ns, i, "reclaim_spare", "yield_mem");
+            }
+        }
+    }
+
+    /// Listing 1's `yieldMem`: take up to `want` bytes from admitted tenants of lower
+    /// priority than `prio`, lowest first, each down to zero before the next. Returns what
+    /// it took.
+    fn yield_mem(&mut self, now_ns: u64, prio: u32, want: u64) -> u64 {
+        let mut got = 0;
+        for v in self.ascending() {
+            if got >= want || self.tenants[v].priority >= prio {
+                break;
+            }
+            let take = self.tenants[v].limit.min(want - got);
+            if take > 0 {
+                self.tenants[v].limit -= take;
+                got += take;
+                self.log(now_ns, v, "demote", "yield_mem");
+            }
+        }
+        got
+    }
+
+    /// Listing 1: admit tenant `i` or reject it (inadmissible alone).
+    fn admit(&mut self, now_ns: u64, i: usize, snap: &Snapshot<'_>) {
+        if !self.tenants[i].profile.admissible {
+            self.tenants[i].rejected = true;
+            self.log(now_ns, i, "reject", "need");
+            return;
+        }
+        self.reclaim_spare(now_ns);
+        let need = self.tenants[i]
+            .profile
+            .local_bytes
+            .min(self.tenants[i].footprint);
+        let free = self.free();
+        if free < need {
+            let prio = self.tenants[i].priority;
+            self.yield_mem(now_ns, prio, need - free);
+        }
+        let limit = need.min(self.free());
+        let t = &mut self.tenants[i];
+        t.admitted = true;
+        t.limit = limit;
+        t.cpu = t.profile.cpu_share;
+        // No fast-tier bandwidth for an incoming BI tenant while a higher-priority LS tenant
+        // runs and the default tier is past its healthy bandwidth (§4.3.1).
+        if !t.slo.is_latency() {
+            let prio = t.priority;
+            let local_bw = snap
+                .tiers
+                .first()
+                .map_or(0.0, |x| x.read_bytes_per_s + x.write_bytes_per_s);
+            let ls_above = self
+                .tenants
+                .iter()
+                .any(|u| u.admitted && u.slo.is_latency() && u.priority > prio);
+            if ls_above && local_bw > self.thresholds.local_bw_bytes_per_s {
+                self.tenants[i].limit = 0;
+            }
+        }
+        self.log(now_ns, i, "admit", "need");
+    }
+
+    fn standing(&self, i: usize, perf: f64) -> Standing {
+        let t = &self.tenants[i];
+        let h = self.cfg.hysteresis;
+        let target = t.slo.target();
+        if t.slo.is_latency() {
+            if perf > target {
+                Standing::Unsatisfied
+            } else if perf < (1.0 - h) * target {
+                Standing::Over
+            } else {
+                Standing::InBand
+            }
+        } else if perf < (1.0 - h) * target {
+            Standing::Unsatisfied
+        } else if perf > (1.0 + h) * target {
+            Standing::Over
+        } else {
+            Standing::InBand
+        }
+    }
+
+    /// Whether [`Self::reduce_bw`] can act on BI tenant `v`: memory to demote below
+    /// `Thresh_numa`, or CPU above the floor.
+    fn bw_reducible(&self, v: usize, hint: f64) -> bool {
+        let t = &self.tenants[v];
+        (t.limit > 0 && hint <= self.thresholds.numa_hint_faults_per_s)
+            || t.cpu > self.cfg.min_cpu_share + 1e-9
+    }
+
+    /// Lower BI tenant `v`'s bandwidth by one step: demote while its remote hint-fault
+    /// rate is below `Thresh_numa`, else (or with nothing left to demote) cut its CPU.
+    /// Returns false when it cannot be reduced further.
+    fn reduce_bw(&mut self, now_ns: u64, v: usize, hint: f64, why: &'static str) -> bool {
+        let min_cpu = self.cfg.min_cpu_share;
+        let t = &mut self.tenants[v];
+        if t.limit > 0 && hint <= self.thresholds.numa_hint_faults_per_s {
+            t.limit = t.limit.saturating_sub(self.step);
+            self.log(now_ns, v, "demote", why);
+            true
+        } else if t.cpu > min_cpu + 1e-9 {
+            t.cpu = (t.cpu - self.cfg.cpu_step).max(min_cpu);
+            self.log(now_ns, v, "cpu_down", why);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Listing 2: one adaptation round, tenants in descending priority.
+    fn adapt(&mut self, now_ns: u64, perf: &[f64], hint: &[f64]) {
+        let mut order = self.ascending();
+        order.reverse();
+        let mut all_ok = true;
+        for &i in &order {
+            let standing = self.standing(i, perf[i]);
+            // Strict priority: below a tenant that missed its SLO this round, nobody asks
+            // for more (it would take back what the higher one was just given).
+            let higher_missed = !all_ok;
+            match standing {
+                Standing::InBand => {}
+                Standing::Over => {
+                    if self.tenants[i].spare > 0 {
+                        continue;
+                    }
+                    if self.tenants[i].slo.is_latency() {
+                        if self.tenants[i].limit > 0 {
+                            self.tenants[i].limit = self.tenants[i].limit.saturating_sub(self.step);
+                            self.log(now_ns, i, "demote", "yield");
+                        }
+                    } else {
+                        self.reduce_bw(now_ns, i, hint[i], "yield");
+                    }
+                }
+                Standing::Unsatisfied if higher_missed => {}
+                Standing::Unsatisfied => {
+                    all_ok = false;
+                    self.reclaim_spare(now_ns);
+                    let prio = self.tenants[i].priority;
+                    let t = &self.tenants[i];
+                    if !t.slo.is_latency() && t.cpu < 1.0 - 1e-9 {
+                        let t = &mut self.tenants[i];
+                        t.cpu = (t.cpu + self.cfg.cpu_step).min(1.0);
+                        self.log(now_ns, i, "cpu_up", "need");
+                        continue;
+                    }
+                    // Mitigate bandwidth interference: the lowest-priority BI tenant below
+                    // this one that can still give bandwidth.
+                    let victim = self.ascending().into_iter().find(|&v| {
+                        let u = &self.tenants[v];
+                        u.priority < prio && !u.slo.is_latency() && self.bw_reducible(v, hint[v])
+                    });
+                    if let Some(v) = victim {
+                        self.reduce_bw(now_ns, v, hint[v], "yield_bw");
+                        continue;
+                    }
+                    let t = &self.tenants[i];
+                    if t.limit < t.footprint {
+                        let want = self.step.min(t.footprint - t.limit);
+                        let free = self.free().min(want);
+                        let got = free + self.yield_mem(now_ns, prio, want - free);
+                        if got > 0 {
+                            self.tenants[i].limit += got;
+                            self.log(now_ns, i, "promote", "need");
+                        }
+                    }
+                }
+            }
+        }
+        // Work conservation: after `settle_rounds` rounds with every SLO held, lend the
+        // free default-tier memory in descending priority.
+        if all_ok {
+            self.settled_rounds += 1;
+        } else {
+            self.settled_rounds = 0;
+        }
+        if all_ok && self.settled_rounds > self.cfg.settle_rounds {
+            for &i in &order {
+                let free = self.free();
+                if free == 0 {
+                    break;
+                }
+                let t = &self.tenants[i];
+                let room = t.footprint.saturating_sub(t.limit + t.spare);
+                let give = room.min(free);
+                if give > 0 {
+                    self.tenants[i].spare += give;
+                    self.log(now_ns, i, "spare", "work_conservation");
+                }
+            }
+        }
+    }
+
+    fn build_controls(&mut self) {
+        let mut c = Controls::default();
+        for t in &self.tenants {
+            let Some(idx) = t.idx else { continue };
+            let id = TenantId(idx as u16);
+            let running = t.admitted;
+            c.limits.push(TierLimit {
+                tenant: id,
+                tier: TierId::DEFAULT,
+                bytes: Some(if running { t.limit + t.spare } else { 0 }),
+            });
+            c.cpu_shares.push(CpuShare {
+                tenant: id,
+                share: if running { t.cpu } else { 0.0 },
+            });
+        }
+        self.controls = c;
+    }
+}
+
+impl Controller for Mercury {
+    fn name(&self) -> String {
+        "mercury".into()
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            tenants: self.tenants.len(),
+            tier_limits: true,
+            cpu_shares: true,
+            ..Needs::default()
+        }
+    }
+    fn control(&mut self, snap: &Snapshot<'_>) -> Controls {
+        if self.tenants.iter().any(|t| t.idx.is_none()) {
+            for t in &mut self.tenants {
+                t.idx = snap.tenants.iter().position(|s| s.name == t.name);
+            }
+            self.capacity = snap.tiers.first().map_or(0, |x| x.capacity_bytes);
+            self.build_controls();
+        }
+        // Accumulate this quantum's measurements.
+        for t in &mut self.tenants {
+            if let Some(m) = t.idx.and_then(|i| snap.tenant_telemetry.get(i)) {
+                t.footprint = m.footprint_bytes;
+                t.sum_perf += if t.slo.is_latency() {
+                    m.avg_latency_ns
+                } else {
+                    m.bandwidth_bytes_per_s
+                };
+                t.sum_hint += m.hint_faults_per_s;
+            }
+        }
+        self.samples += 1;
+        if snap.now_ns < self.next_tick_ns {
+            return self.controls.clone();
+        }
+        let interval_ns = (self.cfg.interval_ms * 1e6) as u64;
+        self.next_tick_ns = snap.now_ns + interval_ns;
+        let k = self.samples.max(1) as f64;
+        let perf: Vec<f64> = self.tenants.iter().map(|t| t.sum_perf / k).collect();
+        let hint: Vec<f64> = self.tenants.iter().map(|t| t.sum_hint / k).collect();
+        for t in &mut self.tenants {
+            t.sum_perf = 0.0;
+            t.sum_hint = 0.0;
+        }
+        self.samples = 0;
+        // Arrivals, most important first.
+        let mut arriving: Vec<usize> = (0..self.tenants.len())
+            .filter(|&i| {
+                let t = &self.tenants[i];
+                !t.admitted && !t.rejected && t.idx.is_some() && t.arrive_ns <= snap.now_ns
+            })
+            .collect();
+        arriving.sort_by_key(|&i| std::cmp::Reverse(self.tenants[i].priority));
+        let admitted_now = !arriving.is_empty();
+        for i in arriving {
+            self.admit(snap.now_ns, i, snap);
+        }
+        // Adapt on the interval's measurements (not in a round that admitted someone: the
+        // new allocation has not been measured yet).
+        if !admitted_now {
+            self.adapt(snap.now_ns, &perf, &hint);
+        }
+        self.build_controls();
+        self.controls.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tiermem_core::{PageRange, TenantSpec, TenantTelemetry, TierTelemetry};
+
+    const GIB: u64 = 1 << 30;
+
+    fn cfg(tenants: &[(&str, &str, u32, f64)]) -> ControllerConfig {
+        ControllerConfig {
+            controller: "mercury".into(),
+            interval_ms: default_interval_ms(),
+            memory_step: default_memory_step(),
+            cpu_step: default_cpu_step(),
+            hysteresis: default_hysteresis(),
+            min_cpu_share: default_min_cpu(),
+            settle_rounds: default_settle_rounds(),
+            thresh_local_bw: None,
+            thresh_numa: None,
+            tenants: tenants
+                .iter()
+                .map(|&(n, s, p, a)| MercuryTenantConfig {
+                    name: n.into(),
+                    slo: s.into(),
+                    priority: p,
+                    arrive_s: a,
+                })
+                .collect(),
+        }
+    }
+
+    fn profile(local_gib: u64) -> Profile {
+        Profile {
+            admissible: true,
+            local_bytes: local_gib * GIB,
+            cpu_share: 1.0,
+            measured: 0.0,
+        }
+    }
+
+    const TH: Thresholds = Thresholds {
+        local_bw_bytes_per_s: 1e12,
+        numa_hint_faults_per_s: 1e9,
+    };
+
+    /// Drive the controller with given per-tenant measurements at time `t_s`.
+    fn step(m: &mut Mercury, t_s: f64, perf: &[f64], footprints: &[u64]) -> Controls {
+        let specs: Vec<TenantSpec> = (0..perf.len())
+            .map(|i| TenantSpec {
+                id: TenantId(i as u16),
+                name: m.tenants[i].name.clone(),
+                pages: PageRange {
+                    start: i as u32 * 1000,
+                    len: 1000,
+                },
+            })
+            .collect();
+        let tel: Vec<TenantTelemetry> = perf
+            .iter()
+            .zip(footprints)
+            .enumerate()
+            .map(|(i, (&p, &f))| TenantTelemetry {
+                avg_latency_ns: if m.tenants[i].slo.is_latency() {
+                    p
+                } else {
+                    0.0
+                },
+                bandwidth_bytes_per_s: if m.tenants[i].slo.is_latency() {
+                    0.0
+                } else {
+                    p
+                },
+                footprint_bytes: f,
+                ..Default::default()
+            })
+            .collect();
+        let tiers = [TierTelemetry {
+            capacity_bytes: 40 * GIB,
+            ..Default::default()
+        }];
+        let snap = Snapshot {
+            now_ns: (t_s * 1e9) as u64,
+            quantum_ns: 10_000_000,
+            page_bytes: 4096,
+            tier_specs: &[],
+            tiers: &tiers,
+            placement: &[],
+            events: &[],
+            tenants: &specs,
+            controls: &tiermem_core::NO_CONTROLS,
+            tenant_telemetry: &tel,
+        };
+        m.control(&snap)
+    }
+
+    fn limit(c: &Controls, t: u16) -> u64 {
+        c.limit(TenantId(t), TierId::DEFAULT).unwrap()
+    }
+
+    #[test]
+    fn slo_units() {
+        assert_eq!(Slo::parse("460ns"), Ok(Slo::LatencyNs(460.0)));
+        assert_eq!(Slo::parse("0.5us"), Ok(Slo::LatencyNs(500.0)));
+        assert_eq!(Slo::parse("40GB/s"), Ok(Slo::BandwidthBytesPerS(40e9)));
+        assert!(Slo::parse("460").unwrap_err().contains("no unit"));
+        assert!(Slo::parse("460 furlongs")
+            .unwrap_err()
+            .contains("unknown unit"));
+    }
+
+    #[test]
+    fn duplicate_priority_and_missing_unit_name_the_field() {
+        let c = cfg(&[("a", "460ns", 2, 0.0), ("b", "40GB/s", 2, 0.0)]);
+        let e = c.validate("controller").unwrap_err().to_string();
+        assert!(e.contains("controller.tenants[1].priority"), "{e}");
+        let c = cfg(&[("a", "460", 2, 0.0)]);
+        let e = c.validate("controller").unwrap_err().to_string();
+        assert!(
+            e.contains("controller.tenants[0].slo") && e.contains("no unit"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn late_high_priority_tenant_takes_from_the_lowest_priority_first() {
+        // Three tenants fill 40 GiB (10 + 10 + 20); a fourth, most important, needs 15.
+        let c = cfg(&[
+            ("low", "500ns", 1, 0.0),
+            ("mid", "500ns", 2, 0.0),
+            ("high", "500ns", 3, 0.0),
+            ("late", "300ns", 9, 1.0),
+        ]);
+        let mut m = Mercury::new(
+            &c,
+            &[profile(10), profile(10), profile(20), profile(15)],
+            TH,
+        )
+        .unwrap();
+        let fp = [40 * GIB; 4];
+        let ok = [480.0, 480.0, 480.0, 290.0]; // every SLO in band: no adaptation moves
+        let c0 = step(&mut m, 0.0, &ok, &fp);
+        assert_eq!(
+            (limit(&c0, 0), limit(&c0, 1), limit(&c0, 2)),
+            (10 * GIB, 10 * GIB, 20 * GIB)
+        );
+        assert_eq!(limit(&c0, 3), 0, "not arrived yet");
+        assert_eq!(c0.cpu_share(TenantId(3)), 0.0);
+        let c1 = step(&mut m, 1.0, &ok, &fp);
+        // 15 GiB: all 10 of the lowest, then 5 of the next; the highest keeps its 20.
+        assert_eq!(limit(&c1, 3), 15 * GIB);
+        assert_eq!(limit(&c1, 0), 0);
+        assert_eq!(limit(&c1, 1), 5 * GIB);
+        assert_eq!(limit(&c1, 2), 20 * GIB);
+        let first = m.actions.iter().find(|a| a.kind == "demote").unwrap();
+        assert_eq!(first.tenant, "low");
+    }
+
+    #[test]
+    fn an_inadmissible_tenant_is_rejected_and_nobody_else_changes() {
+        let c = cfg(&[
+            ("a", "500ns", 1, 0.0),
+            ("b", "500ns", 2, 0.0),
+            ("c", "100ns", 9, 1.0),
+        ]);
+        let bad = Profile {
+            admissible: false,
+            ..profile(40)
+        };
+        let mut m = Mercury::new(&c, &[profile(15), profile(20), bad], TH).unwrap();
+        let fp = [40 * GIB; 3];
+        let ok = [480.0, 480.0, 480.0];
+        let before = step(&mut m, 0.0, &ok, &fp);
+        let after = step(&mut m, 1.0, &ok, &fp);
+        assert_eq!(limit(&after, 0), limit(&before, 0));
+        assert_eq!(limit(&after, 1), limit(&before, 1));
+        assert_eq!(limit(&after, 2), 0);
+        assert_eq!(after.cpu_share(TenantId(2)), 0.0);
+        assert!(m
+            .actions
+            .iter()
+            .any(|a| a.kind == "reject" && a.tenant == "c"));
+        assert!(!m.actions.iter().any(|a| a.kind == "demote"));
+    }
+
+    #[test]
+    fn an_unsatisfied_ls_tenant_first_cuts_a_lower_bi_tenant_demote_then_cpu() {
+        let c = cfg(&[("bi", "40GB/s", 1, 0.0), ("ls", "300ns", 2, 0.0)]);
+        let mut m = Mercury::new(&c, &[profile(2), profile(10)], TH).unwrap();
+        let fp = [40 * GIB, 20 * GIB];
+        step(&mut m, 0.0, &[40e9, 290.0], &fp);
+        // LS misses its target; BI is in band. Each 200 ms round takes one step from BI:
+        // its 2 GiB (two demotions), then CPU; the LS tenant's own memory is untouched.
+        let mut cpu = Vec::new();
+        for r in 1..=4 {
+            let c = step(&mut m, 0.2 * r as f64, &[40e9, 350.0], &fp);
+            cpu.push(c.cpu_share(TenantId(0)));
+            assert_eq!(limit(&c, 1), 10 * GIB);
+        }
+        let bi: Vec<&str> = m
+            .actions
+            .iter()
+            .filter(|a| a.tenant == "bi")
+            .map(|a| a.kind)
+            .collect();
+        assert_eq!(bi, ["admit", "demote", "demote", "cpu_down", "cpu_down"]);
+        assert!((cpu[3] - 0.9).abs() < 1e-9, "{cpu:?}");
+    }
+}

@@ -1,0 +1,427 @@
+//! Reproductions of Mercury's figures (arXiv 2412.08938 §5): each system is an ordinary
+//! simulation of `experiments/mercury/fig13.toml`'s machine — TPP, Colloid over TPP, and
+//! Mercury (TPP placing pages within the limits and CPU shares of the Mercury controller).
+//! Each system's time series goes to `OUT/<system>/timeseries.csv` (per-tenant latency,
+//! bandwidth, local bytes, limit, CPU share); `summary.json` has one row per system and
+//! tenant.
+
+use crate::backend::Record;
+use crate::config::SimConfig;
+use crate::reproduce::{config_with, parallel_map, MERCURY_FIG13_BASE};
+use crate::runner::{self, RunOutcome};
+use serde_json::{json, Value};
+use std::path::Path;
+use tiermem_core::Result;
+use tiermem_policies::mercury::Slo;
+
+const ORIGIN: &str = "experiments/mercury/fig13.toml";
+const GIB: f64 = (1u64 << 30) as f64;
+pub const SYSTEMS: &[&str] = &["tpp", "tpp+colloid", "mercury"];
+
+/// A tenant under Mercury: name, SLO, priority.
+type Managed = (&'static str, &'static str, u32);
+
+/// Fig. 13: SLOs 460 ns / 40 GB/s / 290 ns (§5.5). The paper does not state Fig. 13's
+/// priorities; as in §5.4 the llama.cpp batch job is the least important, and Redis (the
+/// strictest-latency service of §2.3 and §5.6) the most.
+const FIG13: &[Managed] = &[
+    ("redis", "460ns", 3),
+    ("llama", "40GB/s", 1),
+    ("vectordb", "290ns", 2),
+];
+
+fn controller_toml(tenants: &[Managed]) -> toml::Value {
+    let mut text = String::from("controller = \"mercury\"\n");
+    for (name, slo, prio) in tenants {
+        text += &format!("[[tenants]]\nname = \"{name}\"\nslo = \"{slo}\"\npriority = {prio}\n");
+    }
+    toml::from_str(&text).expect("controller TOML")
+}
+
+fn run_system(
+    base: &str,
+    system: &str,
+    tenants: &[Managed],
+    overrides: &[(&str, toml::Value)],
+) -> Result<(RunOutcome, SimConfig)> {
+    let mut ov: Vec<(&str, toml::Value)> = overrides.to_vec();
+    match system {
+        "tpp+colloid" => ov.push(("colloid", toml::Value::Table(Default::default()))),
+        "mercury" => ov.push(("controller", controller_toml(tenants))),
+        _ => {}
+    }
+    let cfg = config_with(base, ORIGIN, &ov)?;
+    let out = runner::run(&cfg)?;
+    Ok((out, cfg))
+}
+
+fn met(slo: Slo, perf: f64) -> bool {
+    match slo {
+        Slo::LatencyNs(t) => perf <= t,
+        // ±5 % counts as held (the issue's tolerance for a bandwidth target).
+        Slo::BandwidthBytesPerS(t) => perf >= 0.95 * t,
+    }
+}
+
+/// Per-tenant rows over the records from `from_s` on.
+fn rows_for(
+    experiment: &str,
+    system: &str,
+    out: &RunOutcome,
+    cfg: &SimConfig,
+    tenants: &[Managed],
+    from_s: f64,
+) -> Vec<Value> {
+    let recs: Vec<&Record> = out
+        .backend
+        .records
+        .iter()
+        .filter(|r| r.t_s > from_s)
+        .collect();
+    let k = recs.len().max(1) as f64;
+    let names: Vec<String> = out
+        .backend
+        .tenant_specs()
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    tenants
+        .iter()
+        .filter_map(|(name, slo_text, prio)| {
+            let t = names.iter().position(|n| n == name)?;
+            let slo = Slo::parse(slo_text).expect("SLO");
+            let get = |v: &Vec<f64>| v.get(t).copied().unwrap_or(0.0);
+            let perf = |r: &Record| {
+                if slo.is_latency() {
+                    get(&r.tenant_latency_ns)
+                } else {
+                    get(&r.tenant_bandwidth_bytes_per_s)
+                }
+            };
+            let mean = |f: &dyn Fn(&Record) -> f64| recs.iter().map(|r| f(r)).sum::<f64>() / k;
+            let measured = mean(&perf);
+            let met_share = recs.iter().filter(|r| met(slo, perf(r))).count() as f64 / k;
+            Some(json!({
+                "experiment": experiment,
+                "system": system,
+                "tenant": name,
+                "class": slo.class(),
+                "priority": prio,
+                "slo": slo_text,
+                "slo_value": slo.target(),
+                "measured": measured,
+                "measured_unit": if slo.is_latency() { "ns" } else { "bytes/s" },
+                "slo_met_share": met_share,
+                "local_gib": mean(&|r| get(&r.tenant_local_bytes)) / cfg.scale / GIB,
+                "cpu_share": mean(&|r| get(&r.tenant_cpu_share)),
+                "throughput": mean(&|r| get(&r.tenant_ops_per_s)),
+            }))
+        })
+        .collect()
+}
+
+fn write_series(out_dir: &Path, system: &str, out: &RunOutcome, cfg: &SimConfig) -> Result<()> {
+    out.output(cfg).write_to(&out_dir.join(system))
+}
+
+fn row<'a>(rows: &'a [Value], system: &str, tenant: &str) -> Option<&'a Value> {
+    rows.iter()
+        .find(|r| r["system"] == system && r["tenant"] == tenant)
+}
+
+/// Fig. 13 (§5.5): Redis-like LS, llama-like BI and VectorDB-like LS on 40 GB of local
+/// memory, against TPP and Colloid. Steady state: the second half of the run.
+pub fn fig13(quick: bool, out_dir: &Path) -> Result<Value> {
+    // TPP needs ~250 s to settle here (its scanner covers 256 MB per 100 ms of all three
+    // tenants' 100 GB); steady state is the second half.
+    let duration = if quick { 300.0 } else { 600.0 };
+    let runs = parallel_map(SYSTEMS.to_vec(), |system| {
+        run_system(
+            MERCURY_FIG13_BASE,
+            system,
+            FIG13,
+            &[("duration_s", toml::Value::Float(duration))],
+        )
+        .map(|r| (system, r))
+    });
+    let mut rows = Vec::new();
+    let mut setup = Value::Null;
+    let mut scale = 1.0;
+    for r in runs {
+        let (system, (out, cfg)) = r?;
+        scale = cfg.scale;
+        write_series(out_dir, system, &out, &cfg)?;
+        if let Some(s) = &out.controller_setup {
+            setup = json!(s);
+        }
+        rows.extend(rows_for(
+            "mercury-fig13",
+            system,
+            &out,
+            &cfg,
+            FIG13,
+            duration / 2.0,
+        ));
+    }
+    let tput = |s: &str, t: &str| row(&rows, s, t).and_then(|r| r["throughput"].as_f64());
+    let vdb_gain = match (tput("mercury", "vectordb"), tput("tpp", "vectordb")) {
+        (Some(m), Some(t)) if t > 0.0 => m / t - 1.0,
+        _ => f64::NAN,
+    };
+    let missed = |s: &str| {
+        rows.iter()
+            .filter(|r| r["system"] == s && r["slo_met_share"].as_f64().unwrap_or(0.0) < 0.5)
+            .count()
+    };
+    Ok(json!({
+        "experiment": "mercury-fig13",
+        "quick": quick,
+        "scale": scale,
+        "duration_s": duration,
+        "steady_from_s": duration / 2.0,
+        "paper": {
+            "mercury": {"redis_ns": 453, "llama_gbps": 40.5, "vectordb_ns": 286, "local_gb": {"redis": 10, "llama": 10, "vectordb": 20}},
+            "tpp": {"redis_ns": 198, "llama_gbps": 34.1, "vectordb_ns": 1187},
+            "vectordb_gain_vs_tpp": 0.534,
+        },
+        "vectordb_throughput_gain_vs_tpp": vdb_gain,
+        "slos_missed": {"tpp": missed("tpp"), "tpp+colloid": missed("tpp+colloid"), "mercury": missed("mercury")},
+        "controller": setup,
+        "rows": rows,
+    }))
+}
+
+/// Fig. 14 (§5.6.1, Fig. 7's setup): Redis (higher priority) beside llama.cpp, whose two
+/// inference requests each stream at full bandwidth, with an idle gap between them (light,
+/// one-line accesses). Both fit local memory (80 GB here), so TPP migrates nothing.
+pub fn fig14(quick: bool, out_dir: &Path) -> Result<Value> {
+    let f = if quick { 0.4 } else { 1.0 };
+    let (idle_at, busy_again, end) = (150.0 * f, 200.0 * f, 350.0 * f);
+    let at = MERCURY_FIG13_BASE.find("[[tenants]]").expect("tenants");
+    let pol = MERCURY_FIG13_BASE.find("[policy]").expect("policy");
+    let tenants = format!(
+        r#"[[tenants]]
+name = "redis"
+cores = 8
+[tenants.workload]
+kind = "gups"
+working_set = "20GiB"
+hot_set = "4GiB"
+hot_probability = 0.9
+object_size = 64
+write_fraction = 0.0
+
+[[tenants]]
+name = "llama"
+cores = 8
+[tenants.workload]
+kind = "stream"
+working_set = "40GiB"
+object_size = 4096
+[[tenants.workload.phases]]
+at_s = {idle_at}
+object_size = 64
+[[tenants.workload.phases]]
+at_s = {busy_again}
+object_size = 4096
+
+"#
+    );
+    let base = format!(
+        "{}{}{}",
+        &MERCURY_FIG13_BASE[..at],
+        tenants,
+        &MERCURY_FIG13_BASE[pol..]
+    )
+    .replace("capacity = \"40GiB\"", "capacity = \"80GiB\"");
+    // Redis's SLO: 5 % above its latency alone on local memory (~124 ns here); llama's
+    // 70 GB/s is Fig. 15's.
+    let managed: &[Managed] = &[("redis", "130ns", 2), ("llama", "70GB/s", 1)];
+    let runs = parallel_map(SYSTEMS.to_vec(), |system| {
+        run_system(
+            &base,
+            system,
+            managed,
+            &[("duration_s", toml::Value::Float(end))],
+        )
+        .map(|r| (system, r))
+    });
+    let mut rows = Vec::new();
+    let mut order = Value::Null;
+    let mut scale = 1.0;
+    for r in runs {
+        let (system, (out, cfg)) = r?;
+        scale = cfg.scale;
+        write_series(out_dir, system, &out, &cfg)?;
+        rows.extend(rows_for("mercury-fig14", system, &out, &cfg, managed, 0.0));
+        if system == "mercury" {
+            order = json!(bi_action_order(
+                &out.backend.records,
+                1,
+                idle_at,
+                busy_again
+            ));
+        }
+    }
+    let tput = |s: &str| row(&rows, s, "redis").and_then(|r| r["throughput"].as_f64());
+    let gain = |base: &str| match (tput("mercury"), tput(base)) {
+        (Some(m), Some(b)) if b > 0.0 => m / b - 1.0,
+        _ => f64::NAN,
+    };
+    Ok(json!({
+        "experiment": "mercury-fig14",
+        "quick": quick,
+        "scale": scale,
+        "phases_s": {"request1": [0.0, idle_at], "idle": [idle_at, busy_again], "request2": [busy_again, end]},
+        "paper": {"redis_gain_vs_tpp": 0.149, "redis_gain_vs_colloid": 0.203},
+        "redis_throughput_gain_vs_tpp": gain("tpp"),
+        "redis_throughput_gain_vs_colloid": gain("tpp+colloid"),
+        "llama_actions": order,
+        "rows": rows,
+    }))
+}
+
+/// When the BI tenant `t` was first demoted (its default-tier limit below its first one),
+/// first CPU-throttled, and when its CPU share came back up during the idle phase.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ActionOrder {
+    pub first_demotion_s: Option<f64>,
+    pub first_throttle_s: Option<f64>,
+    pub restored_s: Option<f64>,
+    pub min_cpu_share: f64,
+}
+
+pub fn bi_action_order(recs: &[Record], t: usize, idle_at: f64, busy_again: f64) -> ActionOrder {
+    let limit = |r: &Record| {
+        r.tenant_local_limit_bytes
+            .get(t)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    let cpu = |r: &Record| r.tenant_cpu_share.get(t).copied().unwrap_or(1.0);
+    let first_limit = recs.iter().map(limit).find(|l| l.is_finite());
+    let first_demotion_s = first_limit.and_then(|l0| {
+        recs.iter()
+            .find(|r| limit(r).is_finite() && limit(r) < l0)
+            .map(|r| r.t_s)
+    });
+    let first_throttle_s = recs.iter().find(|r| cpu(r) < 1.0 - 1e-9).map(|r| r.t_s);
+    let min_before_idle = recs
+        .iter()
+        .filter(|r| r.t_s <= idle_at)
+        .map(cpu)
+        .fold(1.0, f64::min);
+    let restored_s = recs
+        .iter()
+        .find(|r| {
+            r.t_s > idle_at && r.t_s <= busy_again && cpu(r) >= 1.0 - 1e-9 && min_before_idle < 1.0
+        })
+        .map(|r| r.t_s);
+    ActionOrder {
+        first_demotion_s,
+        first_throttle_s,
+        restored_s,
+        min_cpu_share: recs.iter().map(cpu).fold(1.0, f64::min),
+    }
+}
+
+/// Fig. 16 (§5.6.2), time compressed 10×: Redis (30 GB, SLO 200 ns, highest priority),
+/// llama.cpp (40 GB, 70 GB/s) and VectorDB (40 GB, 180 ns, lowest) on 70 GB of local
+/// memory; llama streams at full bandwidth until 110 s (paper: surges 60–1100 s), then Redis's
+/// active memory grows in steps from 116 to 237 s (paper: 1160–2366 s; its hot set from
+/// 6 to 30 GB). Deviations: llama surges from the start (the profiler profiles a tenant's
+/// initial load: an idle start would make it inadmissible for 70 GB/s), and VectorDB runs
+/// throughout (the paper launches it at 1100 s; a tenant cannot start late under TPP here).
+/// The figure's metric: how long Redis's SLO held.
+pub fn fig16(quick: bool, out_dir: &Path) -> Result<Value> {
+    let end = if quick { 240.0 } else { 480.0 };
+    let f = end / 240.0;
+    let at = MERCURY_FIG13_BASE.find("[[tenants]]").expect("tenants");
+    let pol = MERCURY_FIG13_BASE.find("[policy]").expect("policy");
+    let mut growth = String::new();
+    for (k, hot) in [12, 18, 24, 30].iter().enumerate() {
+        growth += &format!(
+            "[[tenants.workload.phases]]\nat_s = {}\nhot_set = \"{hot}GiB\"\n",
+            (116.0 + 30.0 * k as f64) * f
+        );
+    }
+    let tenants = format!(
+        r#"[[tenants]]
+name = "redis"
+cores = 8
+[tenants.workload]
+kind = "gups"
+working_set = "30GiB"
+hot_set = "6GiB"
+hot_probability = 0.9
+object_size = 64
+write_fraction = 0.0
+{growth}
+[[tenants]]
+name = "llama"
+cores = 8
+[tenants.workload]
+kind = "stream"
+working_set = "40GiB"
+object_size = 4096
+[[tenants.workload.phases]]
+at_s = {calm}
+object_size = 64
+
+[[tenants]]
+name = "vectordb"
+cores = 16
+[tenants.workload]
+kind = "random"
+working_set = "40GiB"
+object_size = 64
+
+"#,
+        calm = 110.0 * f,
+    );
+    let base = format!(
+        "{}{}{}",
+        &MERCURY_FIG13_BASE[..at],
+        tenants,
+        &MERCURY_FIG13_BASE[pol..]
+    )
+    .replace("capacity = \"40GiB\"", "capacity = \"70GiB\"");
+    let managed: &[Managed] = &[
+        ("redis", "200ns", 3),
+        ("llama", "70GB/s", 2),
+        ("vectordb", "180ns", 1),
+    ];
+    let systems = ["tpp", "mercury"];
+    let runs = parallel_map(systems.to_vec(), |system| {
+        run_system(
+            &base,
+            system,
+            managed,
+            &[("duration_s", toml::Value::Float(end))],
+        )
+        .map(|r| (system, r))
+    });
+    let mut rows = Vec::new();
+    let mut scale = 1.0;
+    for r in runs {
+        let (system, (out, cfg)) = r?;
+        scale = cfg.scale;
+        write_series(out_dir, system, &out, &cfg)?;
+        rows.extend(rows_for("mercury-fig16", system, &out, &cfg, managed, 0.0));
+    }
+    let held = |s: &str| row(&rows, s, "redis").and_then(|r| r["slo_met_share"].as_f64());
+    let ratio = match (held("mercury"), held("tpp")) {
+        (Some(m), Some(t)) if t > 0.0 => m / t,
+        (Some(m), Some(_)) if m > 0.0 => f64::INFINITY,
+        _ => f64::NAN,
+    };
+    Ok(json!({
+        "experiment": "mercury-fig16",
+        "quick": quick,
+        "scale": scale,
+        "duration_s": end,
+        "paper": {"redis_slo_time_ratio_vs_tpp": 8.4, "redis_throughput_gain_vs_tpp": 0.3321},
+        "redis_slo_time_ratio_vs_tpp": if ratio.is_finite() { json!(ratio) } else { json!(null) },
+        "rows": rows,
+    }))
+}
