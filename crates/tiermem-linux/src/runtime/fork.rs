@@ -102,12 +102,12 @@ impl Runtime {
             }
         }
         for (start, len) in movable {
+            let (addr, bytes) = (self.addr(start), len * PAGE);
             // SAFETY: the range is our own arena, mapped read-write and holding data (pinned
             // pages are never flagged); MADV_POPULATE_WRITE only write-faults present pages
             // in place, so no byte changes. Called without the state lock: a page the program
             // dropped meanwhile faults to our handler, which needs that lock.
-            let r =
-                unsafe { sys::madvise(self.addr(start), len * PAGE, libc::MADV_POPULATE_WRITE) };
+            let r = unsafe { sys::madvise(addr, bytes, libc::MADV_POPULATE_WRITE) };
             if r == 0 {
                 let mut st = lock(self);
                 for i in start..start + len {
