@@ -4,6 +4,7 @@
 use crate::plan::Controls;
 use crate::tenant::{TenantId, TenantSpec};
 use crate::tier::{TierId, TierSpec};
+use crate::tracker::AccessBits;
 use crate::units::PageIdx;
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +65,10 @@ pub struct Snapshot<'a> {
     /// The per-tenant limits and CPU shares in force: the controller's decisions of this
     /// quantum, which the policy places pages within (empty without a controller).
     pub controls: &'a Controls,
+    /// The per-page accessed bits, read and cleared over ranges the policy chooses, when its
+    /// tracker is [`TrackerSpec::AccessBitScan`](crate::TrackerSpec::AccessBitScan); `None`
+    /// otherwise.
+    pub access_bits: Option<&'a dyn AccessBits>,
 }
 
 impl Snapshot<'_> {

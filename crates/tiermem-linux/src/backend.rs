@@ -223,6 +223,7 @@ impl Backend for RuntimeBackend {
             events: &self.events,
             tenants: &self.tenants,
             controls: &self.controls,
+            access_bits: None,
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {

@@ -219,6 +219,7 @@ mod tests {
             events,
             tenants: &[],
             controls: &tiermem_core::NO_CONTROLS,
+            access_bits: None,
         })
     }
 

@@ -284,6 +284,7 @@ pub(crate) mod testutil {
                 events: &self.events,
                 tenants: &[],
                 controls: &tiermem_core::NO_CONTROLS,
+                access_bits: None,
             }
         }
 

@@ -197,6 +197,7 @@ fn converge(policy: &mut dyn Policy, m: &mut Machine, quanta: usize, accesses: u
             events: &events,
             tenants: &[],
             controls: &tiermem_core::NO_CONTROLS,
+            access_bits: None,
         };
         let plan = policy.decide(&snap);
         m.apply(&plan, policy.migration_limit_bytes());
@@ -354,6 +355,7 @@ fn plan_invariants_on_random_snapshots() {
                     events: &events,
                     tenants: &[],
                     controls: &tiermem_core::NO_CONTROLS,
+                    access_bits: None,
                 };
                 let plan = p.decide(&snap);
                 let mut seen = std::collections::BTreeSet::new();
@@ -455,6 +457,7 @@ fn odd_machines_are_handled() {
                 events: &ev,
                 tenants: &[],
                 controls: &tiermem_core::NO_CONTROLS,
+                access_bits: None,
             };
             assert!(
                 p.decide(&snap).moves.is_empty(),
@@ -486,6 +489,7 @@ fn odd_machines_are_handled() {
                 events: &events,
                 tenants: &[],
                 controls: &tiermem_core::NO_CONTROLS,
+                access_bits: None,
             };
             let plan = p.decide(&snap);
             assert!(plan.moves.iter().all(|mv| mv.to.index() < 3), "{name}");

@@ -16,6 +16,7 @@ pub const EXPERIMENTS: &[&str] = &[
     "colloid-fig7",
     "colloid-fig8",
     "colloid-fig9",
+    "granularity-fig8",
 ];
 
 /// The GUPS setup of Colloid §2.1 (base for every Colloid figure).
@@ -29,6 +30,7 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
         "colloid-fig7" => colloid_heatmap(quick, Axis::AltLatency)?,
         "colloid-fig8" => colloid_heatmap(quick, Axis::ObjectSize)?,
         "colloid-fig9" => colloid_fig9(quick, out)?,
+        "granularity-fig8" => crate::ics18::run(quick)?,
         other => {
             return Err(Error::usage(format!(
                 "unknown experiment `{other}`; available: {}",
