@@ -31,33 +31,38 @@
 //! fast-resident page whose bit was not set is a demotion candidate and the move demotes
 //! its region (the paper's "any page with its access bit unset is selected as a
 //! candidate", at the granularity; a coarse region so carries accessed pages with it, the
-//! waste §3 describes); a scan's candidate regions go least accessed first. A page just
-//! promoted counts as accessed the first time the move-out scan reads it (it was promoted
-//! because it was accessed: the clock's second chance, as the kernel's LRU puts a migrated
-//! page on the active list), so a promotion is not undone before the program got to use
-//! it; the paper does not say, and without it a region prefetched at 2 MiB ahead of a
-//! stream would be demoted before the stream arrives. Regions
-//! are demoted only to make room for this quantum's promotions ("if needed"), interleaved
-//! with them (demote, promote, demote, ...) so that a backend that runs out of migration
-//! time mid-plan keeps the tier balanced. The move-in thread works through its candidates in
-//! the order it found them: those the backend could not move in a period (its migration
-//! threads' time ran out) are first in the next one; a scan's candidates join the queue
-//! behind them (the oldest dropped past `2 × scan_pages`). Each period the policy plans at
-//! most twice the promotions that landed in the previous one, plus 2 (at least 4): what the
-//! threads can do, without planning thousands of moves a backend would drop. The move-out
-//! thread scans when room is needed and the candidates of its previous scan are used up (at
-//! most once a period): "unaccessed fast pages are migrated to make space (if needed)". Its
-//! scans are then as frequent as demotion demands: each reads the bits a page gathered since
-//! the previous read, however long ago that was, so a hot page is seen accessed. Scanning
-//! the fast tier every period regardless would read each fast page every 2.5 ms (400 MB at
-//! 4 096 pages per 100 µs), a window in which a page of a program's hot set at the access
-//! rates simulated here is often untouched: hot pages would be demoted, and the dynamic
-//! scheme would see its hot 64 KiB and 2 MiB regions as sparse. (With the baseline's frames,
-//! which reuse the frames just freed, a periodic scan would also meet its newest promotions
-//! first, one revisit after they arrived.) The dynamic scheme's granularity is decided at the end of each scan (move-in may raise it,
-//! move-out lower it: [`crate::granularity`], which documents the paper's ambiguities and
-//! the choices made) and applies to the moves formed after that scan (a queued candidate
-//! moves the region of the granularity in force when its turn comes). It starts at
+//! waste §3 describes); a scan's candidate regions go least accessed first. Regions are
+//! demoted only to make room for promotions ("to make space (if needed)"), interleaved with
+//! them (demote, promote, demote, ...) so that a backend that runs out of migration time
+//! mid-plan keeps the tier balanced.
+//!
+//! **Pacing** (the paper does not say; each choice below is what keeps the mechanism from
+//! defeating itself at its own scan rate):
+//! * The move-in thread works through its candidates in the order it found them: those the
+//!   backend could not move in a period (its migration threads' time ran out) come first in
+//!   the next; a scan's candidates join the queue behind them (the oldest dropped past
+//!   `2 × scan_pages`). Each period the policy plans at most twice the promotions that
+//!   landed in the previous one, plus 2 (at least 4): what the threads can do, without
+//!   planning thousands of moves a backend would drop. A queued candidate moves the region
+//!   of the granularity in force when its turn comes.
+//! * The move-out thread scans when room is needed and the candidates of its previous scan
+//!   are used up (at most once a period). Its scans are then as frequent as demotion
+//!   demands, and each reads the bits a page gathered since the previous read. Scanning the
+//!   fast tier every period regardless would read each fast page every 2.5 ms (400 MB at
+//!   4 096 pages per 100 µs), a window in which a page of a program's hot set is often
+//!   untouched at the access rates simulated here: hot pages would be demoted, and the
+//!   dynamic scheme would see its hot 64 KiB and 2 MiB regions as sparse. (With the
+//!   baseline's frames, which reuse the frames just freed, a periodic scan would also meet
+//!   its newest promotions first, one revisit after they arrived.)
+//! * A page just promoted counts as accessed the first time the move-out scan reads it (it
+//!   was promoted because it was accessed: the clock's second chance, as the kernel's LRU
+//!   puts a migrated page on the active list), so a promotion is not undone before the
+//!   program got to use it; without it a region promoted at 2 MiB ahead of a stream would
+//!   be demoted before the stream arrives.
+//!
+//! **Granularity** (dynamic): decided at the end of each scan, move-in may raise it and
+//! move-out lower it ([`crate::granularity`], which documents the paper's ambiguities and
+//! the choices made); it applies to the moves formed after that scan. It starts at
 //! `initial_granularity` (4 KiB, the fixed granularity of the system it improves on).
 //!
 //! **Counters** (`policy_counters` in a run's summary): migrations applied at each

@@ -312,15 +312,80 @@ pub fn run(quick: bool) -> Result<Value> {
                    "control": a.control, "scale": a.scale, "work_ops": work[&a.name]})
         })
         .collect();
+    let checks = checks(&rows, &apps);
     Ok(json!({
         "experiment": "granularity-fig8",
         "quick": quick,
         "reference_s": t_ref,
         "keys": ["setting", "workload", "scheme"],
+        "comparison": comparison(&checks),
         "applications": apps_meta,
-        "checks": checks(&rows, &apps),
+        "checks": checks,
         "rows": rows,
     }))
+}
+
+/// The criteria beside the paper's numbers and the measured ones (rows of the
+/// results page's "paper vs measured" table).
+pub fn comparison(checks: &Value) -> Vec<Value> {
+    let per: Vec<&Value> = checks["per_workload"]
+        .as_array()
+        .map(|v| v.iter().filter(|p| p["control"] != true).collect())
+        .unwrap_or_default();
+    let get = |w: &str, k: &str| -> f64 {
+        per.iter()
+            .find(|p| p["workload"] == w)
+            .map_or(f64::NAN, |p| num(&p[k]))
+    };
+    let pct = |x: f64| format!("{:+.1} %", 100.0 * x);
+    let mut out = Vec::new();
+    let matches: Vec<String> = per
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}{}",
+                p["workload"].as_str().unwrap_or("?"),
+                p["best_static"].as_str().unwrap_or("?"),
+                if p["matches_paper"] == true { "" } else { " (paper: other)" }
+            )
+        })
+        .collect();
+    let n_match = per.iter().filter(|p| p["matches_paper"] == true).count();
+    out.push(json!({"criterion": "best static granularity = the paper's (Fig. 8)",
+        "paper": "4K: gups cg ft is xs; 64K: g500 mg ua mini; 2M: str can freq lul",
+        "target": "4K uniform-random, 64K clustered, 2M streaming",
+        "measured": format!("{n_match} of {}: {}", per.len(), matches.join(", ")),
+        "holds": n_match == per.len()}));
+    let lw = get("lul", "worst_over_best");
+    out.push(json!({"criterion": "lulesh: worst static over best", "paper": "+23 %",
+        "target": ">= +15 %", "measured": pct(lw), "holds": lw >= 0.15}));
+    let worst = per.iter().map(|p| num(&p["dynamic_over_best"])).fold(f64::NEG_INFINITY, f64::max);
+    out.push(json!({"criterion": "dynamic over the best static, worst workload (Fig. 8)",
+        "paper": "close to or better than the best", "target": "<= +5 %", "measured": pct(worst),
+        "holds": worst <= 0.05}));
+    let g = get("g500", "dynamic_share_64k");
+    out.push(json!({"criterion": "graph500: dynamic's migrations at 64 KiB (Fig. 11)", "paper": "> 95 %",
+        "target": ">= 90 %", "measured": format!("{:.1} %", 100.0 * g), "holds": g >= 0.9}));
+    let c = get("cg", "dynamic_share_4k");
+    out.push(json!({"criterion": "cg: dynamic's migrations at 4 KiB (Fig. 11)", "paper": "~85 %",
+        "target": "-", "measured": format!("{:.1} %", 100.0 * c), "holds": Value::Null}));
+    let mean = num(&checks["speedup_vs_baseline_mean"]);
+    let max = num(&checks["speedup_vs_baseline_max"]);
+    out.push(json!({"criterion": "dynamic's speedup over the baseline, mean (Fig. 8)", "paper": "11 %",
+        "target": "11 ± 5 %", "measured": pct(mean), "holds": (mean - 0.11).abs() <= 0.05}));
+    out.push(json!({"criterion": "dynamic's speedup over the baseline, largest (Fig. 8)", "paper": "36 %",
+        "target": ">= 25 %", "measured": pct(max), "holds": max >= 0.25}));
+    if let Some(sens) = checks["sensitivity"].as_array() {
+        for s in sens {
+            let x = num(&s["max_dynamic_over_best"]);
+            out.push(json!({
+                "criterion": format!("{}: dynamic over the best static, worst of {} workloads (Figs. 12-13)",
+                    s["setting"].as_str().unwrap_or("?"), s["workloads"]),
+                "paper": "close to or better than the best", "target": "<= +5 %",
+                "measured": pct(x), "holds": x <= 0.05}));
+        }
+    }
+    out
 }
 
 fn num(v: &Value) -> f64 {
