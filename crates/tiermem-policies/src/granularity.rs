@@ -457,7 +457,10 @@ mod tests {
     fn move_in_only_raises() {
         let th = Thresholds::default();
         let chunks = scan(8, |p| (p / 16) % 4 == 0);
-        assert_eq!(choose_move_in(&chunks, &th, Granularity::M2), Granularity::M2);
+        assert_eq!(
+            choose_move_in(&chunks, &th, Granularity::M2),
+            Granularity::M2
+        );
         let nothing = scan(8, |_| false);
         assert_eq!(
             choose_move_in(&nothing, &th, Granularity::K64),
@@ -471,7 +474,10 @@ mod tests {
         // A cold fast tier (nothing touched): no evidence, nothing changes.
         let cold = scan(8, |_| false);
         assert_eq!((cold.sparse_2m, cold.sparse_64k), (0, 0));
-        assert_eq!(choose_move_out(&cold, &th, Granularity::M2), Granularity::M2);
+        assert_eq!(
+            choose_move_out(&cold, &th, Granularity::M2),
+            Granularity::M2
+        );
         // Scattered single pages: sparse everywhere -> 4 KiB.
         let scattered = scan(8, |p| p % 64 == 0);
         assert_eq!((scattered.sparse_2m, scattered.sparse_64k), (8, 64));
@@ -498,9 +504,15 @@ mod tests {
         // A stream: whole regions swept (dense) and one half-swept (sparse, 1 <= 3): stays.
         let stream = scan(8, |p| p < 7 * 512 + 200);
         assert_eq!(stream.sparse_2m, 1);
-        assert_eq!(choose_move_out(&stream, &th, Granularity::M2), Granularity::M2);
+        assert_eq!(
+            choose_move_out(&stream, &th, Granularity::M2),
+            Granularity::M2
+        );
         // Move-out never raises.
-        assert_eq!(choose_move_out(&stream, &th, Granularity::K4), Granularity::K4);
+        assert_eq!(
+            choose_move_out(&stream, &th, Granularity::K4),
+            Granularity::K4
+        );
     }
 
     #[test]

@@ -491,15 +491,17 @@ impl Ics18 {
             self.cursor_in = 0;
         }
         let start = self.cursor_in;
-        let end = Self::scan_end(placement, start, self.cfg.scan_pages, chunk, |t| {
-            t != FAST
-        });
+        let end = Self::scan_end(placement, start, self.cfg.scan_pages, chunk, |t| t != FAST);
         self.cursor_in = if end >= n { 0 } else { end };
         let range = PageRange {
             start: start as u32,
             len: (end - start) as u32,
         };
-        bits.read_and_clear_if(range, &mut |p| placement[p as usize] != FAST, &mut self.bits);
+        bits.read_and_clear_if(
+            range,
+            &mut |p| placement[p as usize] != FAST,
+            &mut self.bits,
+        );
         self.counters.scans += 1;
         if self.scheme == Scheme::Dynamic {
             let mut t = RegionTally::new(&self.th, self.page_bytes);
@@ -533,15 +535,17 @@ impl Ics18 {
             self.cursor_out = 0;
         }
         let start = self.cursor_out;
-        let end = Self::scan_end(placement, start, self.cfg.scan_pages, chunk, |t| {
-            t == FAST
-        });
+        let end = Self::scan_end(placement, start, self.cfg.scan_pages, chunk, |t| t == FAST);
         self.cursor_out = if end >= n { 0 } else { end };
         let range = PageRange {
             start: start as u32,
             len: (end - start) as u32,
         };
-        bits.read_and_clear_if(range, &mut |p| placement[p as usize] == FAST, &mut self.bits);
+        bits.read_and_clear_if(
+            range,
+            &mut |p| placement[p as usize] == FAST,
+            &mut self.bits,
+        );
         self.counters.scans += 1;
         // A page promoted since this scan last passed counts as accessed, once.
         for (i, b) in self.bits.iter_mut().enumerate() {
@@ -689,7 +693,6 @@ impl Ics18 {
         })
     }
 }
-
 
 impl Policy for Ics18 {
     fn name(&self) -> String {
@@ -883,12 +886,8 @@ mod tests {
         }
         fn recount(&mut self) {
             for (i, t) in self.tiers.iter_mut().enumerate() {
-                t.used_bytes = self
-                    .placement
-                    .iter()
-                    .filter(|x| x.index() == i)
-                    .count() as u64
-                    * PAGE;
+                t.used_bytes =
+                    self.placement.iter().filter(|x| x.index() == i).count() as u64 * PAGE;
             }
         }
         fn snap(&self) -> Snapshot<'_> {
@@ -960,7 +959,10 @@ mod tests {
                 }],
             };
             assert_eq!(promos, want, "{scheme}");
-            assert!(plan.moves.iter().all(|m| m.is_aligned() && m.range.len == len));
+            assert!(plan
+                .moves
+                .iter()
+                .all(|m| m.is_aligned() && m.range.len == len));
             // Room was made first: the demotions free exactly what the promotions need.
             let demoted: u32 = plan
                 .moves
@@ -988,7 +990,10 @@ mod tests {
         w.set(512..4608);
         let plan = p.decide(&w.snap());
         assert_eq!(p.granularity(), Granularity::M2);
-        assert!(plan.moves.iter().all(|m| m.range.len == 512 && m.to == FAST));
+        assert!(plan
+            .moves
+            .iter()
+            .all(|m| m.range.len == 512 && m.to == FAST));
         assert_eq!(plan.moves.len(), 8);
         assert_eq!(p.counters()[5], ("raises", 1));
 
@@ -1070,25 +1075,19 @@ mod tests {
 
     #[test]
     fn bad_schemes_and_thresholds_are_refused_by_name() {
-        let e = crate::PolicyConfig::from_name(
-            "ics18",
-            toml::toml! { scheme = "static-1g" },
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("policy.scheme") && e.contains("static-64k"), "{e}");
-        let e = crate::PolicyConfig::from_name(
-            "ics18",
-            toml::toml! { thr_high_64kb = 16 },
-        )
-        .unwrap_err()
-        .to_string();
+        let e = crate::PolicyConfig::from_name("ics18", toml::toml! { scheme = "static-1g" })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("policy.scheme") && e.contains("static-64k"),
+            "{e}"
+        );
+        let e = crate::PolicyConfig::from_name("ics18", toml::toml! { thr_high_64kb = 16 })
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("policy.thr_high_64kb"), "{e}");
-        let cfg = crate::PolicyConfig::from_name(
-            "ics18",
-            toml::toml! { thr1_downgrade_2mb = 7 },
-        )
-        .unwrap();
+        let cfg = crate::PolicyConfig::from_name("ics18", toml::toml! { thr1_downgrade_2mb = 7 })
+            .unwrap();
         assert_eq!(cfg.params::<Ics18Config>().unwrap().thr_low_num_reg_2mb, 7);
     }
 }

@@ -1224,9 +1224,12 @@ impl Backend for SimBackend {
                 (TelemetryKind::LoadedLatency, Provision::Native),
                 (TelemetryKind::FaultRate, Provision::Native),
             ],
-            // Any naturally aligned power-of-two range of its page space (a `PageRange` holds
-            // at most 2^31 pages), as one operation.
-            max_granularity_bytes: self.page_bytes << self.placement.len().max(1).ilog2().min(31),
+            // Any naturally aligned power-of-two range (a `PageRange` holds at most 2^31
+            // pages), as one operation. Whether a given range exists depends on the page
+            // space (a move past its end is malformed and dropped), not on what the backend
+            // can do: a policy that may move 2 MiB runs on a footprint smaller than that and
+            // simply finds no such region.
+            max_granularity_bytes: self.page_bytes << 31,
             max_tenants: self.tenants.len(),
             tier_limits: true,
             cpu_shares: true,

@@ -128,7 +128,11 @@ fn fast_latency_ns() -> f64 {
 
 /// The config of one run: `scheme` = None is the no-migration reference (a fast tier that
 /// holds the whole footprint, policy `static`).
-pub fn config(app: &App, setting: Setting, scheme: Option<&str>) -> Result<crate::config::SimConfig> {
+pub fn config(
+    app: &App,
+    setting: Setting,
+    scheme: Option<&str>,
+) -> Result<crate::config::SimConfig> {
     let mut policy = toml::map::Map::new();
     let fast = match scheme {
         Some(s) => {
@@ -143,7 +147,10 @@ pub fn config(app: &App, setting: Setting, scheme: Option<&str>) -> Result<crate
     };
     let ov: Vec<(&str, toml::Value)> = vec![
         ("scale", toml::Value::Float(app.scale)),
-        ("machine.ops_in_flight", toml::Value::Float(app.ops_in_flight)),
+        (
+            "machine.ops_in_flight",
+            toml::Value::Float(app.ops_in_flight),
+        ),
         ("machine.mlp_lines", toml::Value::Float(app.mlp_lines)),
         (
             "machine.compute_ns_per_op",
@@ -233,7 +240,9 @@ fn sensitivity_apps(quick: bool) -> Option<&'static [&'static str]> {
 
 pub fn run(quick: bool) -> Result<Value> {
     let apps = apps()?;
-    let refs = parallel_map(apps.clone(), |a| reference(&a, quick).map(|w| (a.name.clone(), w)));
+    let refs = parallel_map(apps.clone(), |a| {
+        reference(&a, quick).map(|w| (a.name.clone(), w))
+    });
     let mut work = BTreeMap::new();
     for r in refs {
         let (n, w) = r?;
@@ -346,33 +355,52 @@ pub fn comparison(checks: &Value) -> Vec<Value> {
                 "{} {}{}",
                 p["workload"].as_str().unwrap_or("?"),
                 p["best_static"].as_str().unwrap_or("?"),
-                if p["matches_paper"] == true { "" } else { " (paper: other)" }
+                if p["matches_paper"] == true {
+                    ""
+                } else {
+                    " (paper: other)"
+                }
             )
         })
         .collect();
     let n_match = per.iter().filter(|p| p["matches_paper"] == true).count();
-    out.push(json!({"criterion": "best static granularity = the paper's (Fig. 8)",
+    out.push(
+        json!({"criterion": "best static granularity = the paper's (Fig. 8)",
         "paper": "4K: gups cg ft is xs; 64K: g500 mg ua mini; 2M: str can freq lul",
         "target": "4K uniform-random, 64K clustered, 2M streaming",
         "measured": format!("{n_match} of {}: {}", per.len(), matches.join(", ")),
-        "holds": n_match == per.len()}));
+        "holds": n_match == per.len()}),
+    );
     let lw = get("lul", "worst_over_best");
-    out.push(json!({"criterion": "lulesh: worst static over best", "paper": "+23 %",
-        "target": ">= +15 %", "measured": pct(lw), "holds": lw >= 0.15}));
-    let worst = per.iter().map(|p| num(&p["dynamic_over_best"])).fold(f64::NEG_INFINITY, f64::max);
-    out.push(json!({"criterion": "dynamic over the best static, worst workload (Fig. 8)",
+    out.push(
+        json!({"criterion": "lulesh: worst static over best", "paper": "+23 %",
+        "target": ">= +15 %", "measured": pct(lw), "holds": lw >= 0.15}),
+    );
+    let worst = per
+        .iter()
+        .map(|p| num(&p["dynamic_over_best"]))
+        .fold(f64::NEG_INFINITY, f64::max);
+    out.push(
+        json!({"criterion": "dynamic over the best static, worst workload (Fig. 8)",
         "paper": "close to or better than the best", "target": "<= +5 %", "measured": pct(worst),
-        "holds": worst <= 0.05}));
+        "holds": worst <= 0.05}),
+    );
     let g = get("g500", "dynamic_share_64k");
-    out.push(json!({"criterion": "graph500: dynamic's migrations at 64 KiB (Fig. 11)", "paper": "> 95 %",
-        "target": ">= 90 %", "measured": format!("{:.1} %", 100.0 * g), "holds": g >= 0.9}));
+    out.push(
+        json!({"criterion": "graph500: dynamic's migrations at 64 KiB (Fig. 11)", "paper": "> 95 %",
+        "target": ">= 90 %", "measured": format!("{:.1} %", 100.0 * g), "holds": g >= 0.9}),
+    );
     let c = get("cg", "dynamic_share_4k");
-    out.push(json!({"criterion": "cg: dynamic's migrations at 4 KiB (Fig. 11)", "paper": "~85 %",
-        "target": "-", "measured": format!("{:.1} %", 100.0 * c), "holds": Value::Null}));
+    out.push(
+        json!({"criterion": "cg: dynamic's migrations at 4 KiB (Fig. 11)", "paper": "~85 %",
+        "target": "-", "measured": format!("{:.1} %", 100.0 * c), "holds": Value::Null}),
+    );
     let mean = num(&checks["speedup_vs_baseline_mean"]);
     let max = num(&checks["speedup_vs_baseline_max"]);
-    out.push(json!({"criterion": "dynamic's speedup over the baseline, mean (Fig. 8)", "paper": "11 %",
-        "target": "11 ± 5 %", "measured": pct(mean), "holds": (mean - 0.11).abs() <= 0.05}));
+    out.push(
+        json!({"criterion": "dynamic's speedup over the baseline, mean (Fig. 8)", "paper": "11 %",
+        "target": "11 ± 5 %", "measured": pct(mean), "holds": (mean - 0.11).abs() <= 0.05}),
+    );
     out.push(json!({"criterion": "dynamic's speedup over the baseline, largest (Fig. 8)", "paper": "36 %",
         "target": ">= 25 %", "measured": pct(max), "holds": max >= 0.25}));
     if let Some(sens) = checks["sensitivity"].as_array() {
@@ -447,7 +475,9 @@ pub fn checks(rows: &[Value], apps: &[App]) -> Value {
         let mut worst: f64 = f64::NEG_INFINITY;
         let mut n = 0;
         for a in apps.iter().filter(|a| !a.control) {
-            if let (Some((_, b, _)), Some(d)) = (best_static(&label, &a.name), rt(&label, &a.name, "dynamic")) {
+            if let (Some((_, b, _)), Some(d)) =
+                (best_static(&label, &a.name), rt(&label, &a.name, "dynamic"))
+            {
                 worst = worst.max(d / b - 1.0);
                 n += 1;
             }

@@ -8,9 +8,7 @@ use rand::{Rng, SeedableRng};
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use tiermem_core::{
-    HeatEvent, PageIdx, PageRange, TierId, Tracker, TrackerSpec, TrackerView,
-};
+use tiermem_core::{HeatEvent, PageIdx, PageRange, TierId, Tracker, TrackerSpec, TrackerView};
 
 const UNMARKED: u64 = u64::MAX;
 
@@ -204,7 +202,13 @@ impl SimTracker {
     /// Tenant `t` (pages `start..start + len`) now draws its accesses from `probs` (a
     /// stationary workload) or from its ordered stream (`None`): from the start of the run
     /// and at every change of its workload.
-    pub fn set_tenant_workload(&mut self, t: usize, start: usize, len: usize, probs: Option<&[f64]>) {
+    pub fn set_tenant_workload(
+        &mut self,
+        t: usize,
+        start: usize,
+        len: usize,
+        probs: Option<&[f64]>,
+    ) {
         match self {
             SimTracker::Scan(s) => s.set_tenant(t, start, len, probs),
             SimTracker::Combined(ts) => ts
@@ -450,7 +454,10 @@ impl tiermem_core::AccessBits for ScanBits {
         let n = s.set.len();
         let (start, end) = ((range.start as usize).min(n), (range.end() as usize).min(n));
         // Tenants are sorted by start; find the one holding each page as we go.
-        let mut ti = s.tenants.partition_point(|t| t.0 <= start).saturating_sub(1);
+        let mut ti = s
+            .tenants
+            .partition_point(|t| t.0 <= start)
+            .saturating_sub(1);
         for p in start..end {
             while ti + 1 < s.tenants.len() && s.tenants[ti + 1].0 <= p {
                 ti += 1;

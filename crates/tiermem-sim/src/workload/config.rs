@@ -487,11 +487,19 @@ impl Validate for RegionsConfig {
             }
             let hot = st.hot_set.bytes(&join(&sp, "hot_set"))?;
             if hot > ws {
-                return Err(invalid(&join(&sp, "hot_set"), format!("{hot} bytes is larger than working_set ({ws} bytes)")));
+                return Err(invalid(
+                    &join(&sp, "hot_set"),
+                    format!("{hot} bytes is larger than working_set ({ws} bytes)"),
+                ));
             }
             check_range(&join(&sp, "hot_probability"), st.hot_probability, 0.0, 1.0)?;
             check_range(&join(&sp, "ops"), st.ops, 0.0, 1e18)?;
-            check_range(&join(&sp, "redraw_every_ops"), st.redraw_every_ops, 0.0, 1e18)?;
+            check_range(
+                &join(&sp, "redraw_every_ops"),
+                st.redraw_every_ops,
+                0.0,
+                1e18,
+            )?;
             if several && st.ops <= 0.0 {
                 return Err(invalid(
                     &join(&sp, "ops"),
@@ -947,7 +955,7 @@ mod tests {
             "kind = \"stream\"\nworking_set = \"8G\"\nobject_size = 256\nwrite_fraction = 0.5",
             "kind = \"random\"\nworking_set = 5368709120",
             "kind = \"trace\"\npath = \"traces/app.tmt\"\nloop = true",
-            "kind = \"regions\"\nworking_set = \"761MiB\"\n[[workload.stages]]\nchunk_size = \"64KiB\"\nhot_set = \"128MiB\"\nredraw_every_ops = 2e7\n[[workload.stages]]\nops = 1e6\nchunk_size = \"4KiB\"",
+            "kind = \"regions\"\nworking_set = \"761MiB\"\n[[workload.stages]]\nops = 4e7\nchunk_size = \"64KiB\"\nhot_set = \"128MiB\"\nredraw_every_ops = 2e7\n[[workload.stages]]\nops = 1e6\nchunk_size = \"4KiB\"",
         ];
         for e in examples {
             let w = parse(&format!("[workload]\n{e}\n")).unwrap();

@@ -300,13 +300,23 @@ mod tests {
             w.next(&mut rng);
         }
         assert!(w.advance_to(0), "1000 ops: the second stage");
-        let hot = w.probabilities().unwrap().iter().filter(|&&p| p > 1e-3).count();
+        let hot = w
+            .probabilities()
+            .unwrap()
+            .iter()
+            .filter(|&&p| p > 1e-3)
+            .count();
         assert_eq!(hot, 64);
         for _ in 0..5 {
             w.next(&mut rng);
         }
         assert!(w.advance_to(0), "1500 ops: back to the first stage");
-        let hot = w.probabilities().unwrap().iter().filter(|&&p| p > 1e-3).count();
+        let hot = w
+            .probabilities()
+            .unwrap()
+            .iter()
+            .filter(|&&p| p > 1e-3)
+            .count();
         assert_eq!(hot, 100);
     }
 

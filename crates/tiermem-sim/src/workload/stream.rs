@@ -89,8 +89,8 @@ impl Workload for Stream {
             write: self.write.draw(rng),
         };
         // Objects obj .. obj + stride - 1 of this access lie on this page and the next ones.
-        self.span = ((self.obj + self.stride - 1) / self.objects_per_page + 1)
-            .min(self.n as u64) as u32;
+        self.span =
+            ((self.obj + self.stride - 1) / self.objects_per_page + 1).min(self.n as u64) as u32;
         self.obj += self.stride;
         if self.obj >= self.objects_per_page {
             let pages = self.obj / self.objects_per_page;
@@ -117,7 +117,7 @@ mod tests {
         s.set_accesses_per_sample(6.0);
         let pages: Vec<u32> = (0..5).map(|_| s.next(&mut rng).page).collect();
         assert_eq!(pages, vec![0, 1, 0, 1, 0]); // objects 0, 6, 12, 18, 24 of 4 per page, 3 pages
-        // The last access covered objects 24..30 = objects 0..6 of a sweep: pages 0 and 1.
+                                                // The last access covered objects 24..30 = objects 0..6 of a sweep: pages 0 and 1.
         assert_eq!(s.span_pages(), 2);
         assert_eq!(
             s.op_shape(),
