@@ -663,6 +663,100 @@ def plot_mercury_fig16(directory: Path) -> list[Path]:
 # CLI
 
 
+_SCHEMES = ["baseline", "static-4k", "static-64k", "static-2m", "dynamic"]
+_SCHEME_LABELS = {"baseline": "baseline", "static-4k": "4 KiB", "static-64k": "64 KiB",
+                  "static-2m": "2 MiB", "dynamic": "dynamic"}
+
+
+def _granularity_frames(directory: Path) -> tuple[pd.DataFrame, list[str], str]:
+    rows = read_summary_rows(directory, ["setting", "workload", "scheme", "runtime_norm", "shootdowns",
+                                         "fast_hit_ratio", "migrations_4k", "migrations_64k", "migrations_2m"])
+    order = list(dict.fromkeys(rows["workload"]))
+    main_setting = str(rows["setting"].iloc[0]) if len(rows) else ""
+    return rows, order, main_setting
+
+
+@kind("granularity-fig8")
+def plot_granularity_fig8(directory: Path) -> list[Path]:
+    """ICS'18 Figs. 8-13 from ``DIR/summary.json`` (``tiermem reproduce granularity-fig8``):
+    normalised runtime, TLB shootdowns (relative to static 4 KiB), fast-memory hit ratio and
+    the dynamic scheme's migrations per granularity in the main setting, then the best
+    static granularity against the dynamic scheme at 200/800 MiB and 1:2/1:8."""
+    rows, order, main = _granularity_frames(directory)
+    m = rows[rows["setting"] == main].copy()
+    label = _SCHEME_LABELS.get
+    written: list[Path] = []
+    wide = (max(8.0, 0.75 * len(order) + 2.0), 4.5)
+
+    fig, axes = new_figure(size=wide)
+    grouped_bars(axes[0, 0], m, "workload", "scheme", "runtime_norm", group_order=order,
+                 series_order=_SCHEMES, series_label=lambda s: label(s, s),
+                 ylabel="runtime / runtime with no migration")
+    axes[0, 0].axhline(1.0, color="black", lw=0.6)
+    axes[0, 0].set_title(f"Normalised execution time, {main} (ICS'18 Fig. 8; lower is better)")
+    written.append(save(fig, directory / "fig8_runtime.png"))
+
+    base = m[m["scheme"] == "static-4k"].set_index("workload")["shootdowns"]
+    m["shootdowns_rel"] = [r.shootdowns / base.get(r.workload, float("nan")) if base.get(r.workload, 0) else float("nan")
+                           for r in m.itertuples()]
+    fig, axes = new_figure(size=wide)
+    grouped_bars(axes[0, 0], m, "workload", "scheme", "shootdowns_rel", group_order=order,
+                 series_order=_SCHEMES, series_label=lambda s: label(s, s),
+                 ylabel="TLB shootdowns / static 4 KiB's")
+    axes[0, 0].set_yscale("log")
+    axes[0, 0].set_title("TLB shootdowns, one per migration (ICS'18 Fig. 9; lower is better)")
+    written.append(save(fig, directory / "fig9_shootdowns.png"))
+
+    fig, axes = new_figure(size=wide)
+    grouped_bars(axes[0, 0], m, "workload", "scheme", "fast_hit_ratio", group_order=order,
+                 series_order=_SCHEMES, series_label=lambda s: label(s, s), ylabel="fast-memory hit ratio")
+    axes[0, 0].set_title("Share of memory reads served by the fast tier (ICS'18 Fig. 10; higher is better)")
+    written.append(save(fig, directory / "fig10_hit_ratio.png"))
+
+    d = m[m["scheme"] == "dynamic"].set_index("workload").reindex(order)
+    tot = (d["migrations_4k"] + d["migrations_64k"] + d["migrations_2m"]).replace(0, np.nan)
+    fig, axes = new_figure(size=wide)
+    ax = axes[0, 0]
+    bottom = np.zeros(len(order))
+    for col, name in [("migrations_4k", "4 KiB"), ("migrations_64k", "64 KiB"), ("migrations_2m", "2 MiB")]:
+        share = (d[col] / tot).fillna(0.0).to_numpy() * 100.0
+        ax.bar(np.arange(len(order)), share, 0.6, bottom=bottom, label=name)
+        bottom += share
+    ax.set_xticks(np.arange(len(order)), order)
+    ax.set_ylabel("share of the dynamic scheme's migrations (%)")
+    ax.set_ylim(0, 118)
+    ax.legend(fontsize="small", ncols=3, loc="upper center")
+    ax.set_title("Migrations per granularity, dynamic scheme (ICS'18 Fig. 11)")
+    written.append(save(fig, directory / "fig11_breakdown.png"))
+
+    for name, settings, title in [
+        ("fig12_capacity.png", ["200MiB 1:3", "800MiB 1:3"], "fast-memory capacity (ICS'18 Fig. 12)"),
+        ("fig13_latency.png", ["400MiB 1:8", "400MiB 1:2"], "fast:slow latency (ICS'18 Fig. 13)"),
+    ]:
+        present = [st for st in settings if (rows["setting"] == st).any()]
+        if not present:
+            continue
+        fig, axes = new_figure(1, len(present), size=(wide[0] * len(present) * 0.6, 4.5))
+        for ax, st in zip(axes[0], present, strict=False):
+            part = rows[rows["setting"] == st]
+            best = []
+            for w, g in part.groupby("workload", sort=False):
+                statics = g[g["scheme"].str.startswith("static")]
+                dyn = g[g["scheme"] == "dynamic"]
+                if len(statics) and len(dyn):
+                    best.append({"workload": w, "scheme": "best static", "runtime_norm": statics["runtime_norm"].min()})
+                    best.append({"workload": w, "scheme": "dynamic", "runtime_norm": float(dyn["runtime_norm"].iloc[0])})
+            bf = pd.DataFrame(best)
+            if len(bf):
+                grouped_bars(ax, bf, "workload", "scheme", "runtime_norm",
+                             group_order=[w for w in order if w in set(bf["workload"])],
+                             series_order=["best static", "dynamic"], ylabel="normalised runtime")
+            ax.set_title(st)
+        fig.suptitle(f"Best static granularity vs dynamic: {title}")
+        written.append(save(fig, directory / name))
+    return written
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in ("-l", "--list"):

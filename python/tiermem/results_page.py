@@ -91,6 +91,13 @@ def _record_lists(value: Any, prefix: str = "") -> dict[str, list[Mapping[str, A
 def render_section(summary: Mapping[str, Any], name: str, images: Sequence[str]) -> list[str]:
     """Markdown lines for one summary; ``images`` are link targets relative to the page."""
     lines = [f"## {name}", ""]
+    comparison = summary.get("comparison")
+    if isinstance(comparison, list) and comparison and all(isinstance(r, Mapping) for r in comparison):
+        # A reproduction's findings beside the paper's (granularity-fig8), before its rows.
+        header = list(dict.fromkeys(k for r in comparison for k in r))
+        lines += ["Paper vs measured:", ""]
+        lines += _table(header, [[r.get(k) for k in header] for r in comparison])
+        lines.append("")
     rows = summary.get("rows")
     if isinstance(rows, list) and rows and all(isinstance(r, Mapping) for r in rows):
         settings = {k: v for k, v in summary.items() if k not in ("rows", "experiment") and not isinstance(v, (list, dict))}

@@ -153,3 +153,21 @@ def test_cli(tmp_path):
     assert missing.returncode == 1 and "summary.json" in missing.stderr
     listing = subprocess.run([sys.executable, "-m", "tiermem.plots", "--list"], capture_output=True, text=True)
     assert set(plots.KINDS) <= {line.split()[0] for line in listing.stdout.splitlines()}
+
+
+def test_granularity_fig8(tmp_path):
+    rows = []
+    settings = ["400MiB 1:3", "200MiB 1:3", "800MiB 1:3", "400MiB 1:2", "400MiB 1:8"]
+    for st in settings:
+        for w in ["g500", "gups", "str"]:
+            schemes = ["baseline", "static-4k", "static-64k", "static-2m", "dynamic"]
+            for i, s in enumerate(schemes if st == settings[0] else schemes[1:]):
+                rows.append({"setting": st, "workload": w, "scheme": s, "runtime_norm": 1.0 + 0.1 * i,
+                             "shootdowns": 1000 // (i + 1), "fast_hit_ratio": 0.5 + 0.05 * i,
+                             "migrations_4k": 10 * i, "migrations_64k": 5, "migrations_2m": i})
+    d = write_summary(tmp_path, rows, "granularity-fig8")
+    written = plots.plot("granularity-fig8", d)
+    assert [p.name for p in written] == ["fig8_runtime.png", "fig9_shootdowns.png", "fig10_hit_ratio.png",
+                                         "fig11_breakdown.png", "fig12_capacity.png", "fig13_latency.png"]
+    for p in written:
+        assert p.stat().st_size > 5_000, p

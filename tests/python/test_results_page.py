@@ -68,3 +68,18 @@ def test_results_page_embeds_benchmark_pages(tmp_path):
     assert "\n## Linux runtime benchmarks\n" in text and "\n### Eviction\n" in text
     assert "evicted 10 pages/s" in text
     assert f"Not run yet: `{missing}`" in text
+
+
+def test_results_page_shows_a_comparison_before_the_rows(tmp_path):
+    out = tmp_path / "out" / "granularity-fig8"
+    out.mkdir(parents=True)
+    (out / "summary.json").write_text(json.dumps({
+        "experiment": "granularity-fig8", "quick": True,
+        "comparison": [{"criterion": "lulesh: worst static over best", "paper": "+23 %", "measured": "+9.9 %",
+                        "holds": False}],
+        "rows": [{"setting": "400MiB 1:3", "workload": "lul", "scheme": "dynamic", "runtime_norm": 1.5}]}))
+    text = results_page.build(tmp_path / "out", tmp_path / "results.md")
+    assert "Paper vs measured:" in text
+    assert "| criterion | paper | measured | holds |" in text
+    assert "| lulesh: worst static over best | +23 % | +9.9 % | no |" in text
+    assert text.index("Paper vs measured:") < text.index("| setting | workload | scheme |")

@@ -268,7 +268,11 @@ fn shipped_sim_configs() -> Vec<PathBuf> {
             let p = e.unwrap().path();
             if p.is_dir() {
                 walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "toml") {
+            } else if p.extension().is_some_and(|x| x == "toml")
+                // An experiment's list of applications (experiments/ics18/workloads.toml:
+                // `[[app]]` entries a reproduction turns into configs) is not a config.
+                && p.file_name().is_some_and(|n| n != "workloads.toml")
+            {
                 out.push(p);
             }
         }

@@ -36,7 +36,9 @@ impl TrackerKind {
         match spec {
             TrackerSpec::Pebs { .. } => vec![TrackerKind::Pebs],
             TrackerSpec::HintFault { .. } => vec![TrackerKind::HintFault],
-            TrackerSpec::AccessBit { .. } => vec![TrackerKind::AccessBit],
+            TrackerSpec::AccessBit { .. } | TrackerSpec::AccessBitScan => {
+                vec![TrackerKind::AccessBit]
+            }
             TrackerSpec::Combined(v) => {
                 let mut out: Vec<TrackerKind> = v.iter().flat_map(TrackerKind::of).collect();
                 out.dedup();

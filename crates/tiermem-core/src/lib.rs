@@ -24,5 +24,5 @@ pub use plan::{Applied, Controls, CpuShare, Move, Plan, TierLimit, NO_CONTROLS};
 pub use snapshot::{HeatEvent, Snapshot, TenantTelemetry, TierTelemetry};
 pub use tenant::{TenantId, TenantSpec};
 pub use tier::{TierBackend, TierConfig, TierId, TierKind, TierSpec};
-pub use tracker::{Tracker, TrackerSpec, TrackerView};
+pub use tracker::{AccessBits, Tracker, TrackerSpec, TrackerView};
 pub use units::*;

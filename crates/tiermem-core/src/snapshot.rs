@@ -4,6 +4,7 @@
 use crate::plan::Controls;
 use crate::tenant::{TenantId, TenantSpec};
 use crate::tier::{TierId, TierSpec};
+use crate::tracker::AccessBits;
 use crate::units::PageIdx;
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +90,10 @@ pub struct Snapshot<'a> {
     pub controls: &'a Controls,
     /// Per tenant (same order as `tenants`), when the backend measures it; else empty.
     pub tenant_telemetry: &'a [TenantTelemetry],
+    /// The per-page accessed bits, read and cleared over ranges the policy chooses, when its
+    /// tracker is [`TrackerSpec::AccessBitScan`](crate::TrackerSpec::AccessBitScan); `None`
+    /// otherwise.
+    pub access_bits: Option<&'a dyn AccessBits>,
 }
 
 impl Snapshot<'_> {

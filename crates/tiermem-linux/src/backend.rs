@@ -225,6 +225,7 @@ impl Backend for RuntimeBackend {
             tenants: &self.tenants,
             controls: &self.controls,
             tenant_telemetry: &[],
+            access_bits: None,
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {

@@ -221,6 +221,7 @@ mod tests {
             tenants: &[],
             controls: &tiermem_core::NO_CONTROLS,
             tenant_telemetry: &[],
+            access_bits: None,
         })
     }
 

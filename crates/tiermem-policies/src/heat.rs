@@ -285,6 +285,7 @@ pub(crate) mod testutil {
                 tenants: &[],
                 controls: &tiermem_core::NO_CONTROLS,
                 tenant_telemetry: &[],
+                access_bits: None,
             }
         }
 

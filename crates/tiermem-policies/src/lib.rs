@@ -16,6 +16,7 @@ pub mod cascade;
 pub mod colloid;
 pub mod colloid_layer;
 pub mod config;
+pub mod granularity;
 pub mod heat;
 pub mod mercury;
 pub mod registry;
@@ -36,6 +37,7 @@ registry! {
     static_placement,
     tierscape_waterfall,
     tierscape_analytical,
+    ics18,
     #[cfg(feature = "toy-policy")]
     toy_demote,
 }

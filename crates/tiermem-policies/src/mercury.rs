@@ -800,6 +800,7 @@ mod tests {
             tenants: &specs,
             controls: &tiermem_core::NO_CONTROLS,
             tenant_telemetry: &tel,
+            access_bits: None,
         };
         m.control(&snap)
     }

@@ -198,6 +198,7 @@ fn converge(policy: &mut dyn Policy, m: &mut Machine, quanta: usize, accesses: u
             tenants: &[],
             controls: &tiermem_core::NO_CONTROLS,
             tenant_telemetry: &[],
+            access_bits: None,
         };
         let plan = policy.decide(&snap);
         m.apply(&plan, policy.migration_limit_bytes());
@@ -356,6 +357,7 @@ fn plan_invariants_on_random_snapshots() {
                     tenants: &[],
                     controls: &tiermem_core::NO_CONTROLS,
                     tenant_telemetry: &[],
+                    access_bits: None,
                 };
                 let plan = p.decide(&snap);
                 let mut seen = std::collections::BTreeSet::new();
@@ -458,6 +460,7 @@ fn odd_machines_are_handled() {
                 tenants: &[],
                 controls: &tiermem_core::NO_CONTROLS,
                 tenant_telemetry: &[],
+                access_bits: None,
             };
             assert!(
                 p.decide(&snap).moves.is_empty(),
@@ -490,6 +493,7 @@ fn odd_machines_are_handled() {
                 tenants: &[],
                 controls: &tiermem_core::NO_CONTROLS,
                 tenant_telemetry: &[],
+                access_bits: None,
             };
             let plan = p.decide(&snap);
             assert!(plan.moves.iter().all(|mv| mv.to.index() < 3), "{name}");

@@ -156,6 +156,9 @@ struct TenantLoad {
     /// Migration operations on its pages (one per applied move, whatever its size) not
     /// yet charged: each stops its cores for a TLB shootdown.
     pending_mig_ops: f64,
+    /// `migration.synchronous`: migration time its cores still have to wait for (carried
+    /// over quanta until served).
+    pending_sync_ns: f64,
     /// Fault service time (ns of its cores' time) not yet charged to an epoch.
     fault_carry_ns: f64,
     /// Per tier: the access probability of its stuck compressed pages.
@@ -209,6 +212,13 @@ pub struct SimBackend {
     copy_bytes_per_s: f64,
     mig_threads: f64,
     shootdown_ns: f64,
+    /// Per tier: the copy time multiplier to or from it (its unloaded latency over the
+    /// fastest tier's with `copy_scales_with_latency`, else 1).
+    copy_factor: Vec<f64>,
+    /// Migration-thread time owed by a move that outlasted its quantum.
+    mig_debt_ns: f64,
+    /// `migration.synchronous`: the application waits for each migration operation.
+    synchronous: bool,
     quantum: Accum,
     interval: Accum,
     interval_mig_bytes: f64,
@@ -241,6 +251,11 @@ pub struct SimBackend {
     fault_events: Vec<HeatEvent>,
     /// Per tenant, the last quantum's measurements (the snapshot's `tenant_telemetry`).
     tenant_telemetry: Vec<TenantTelemetry>,
+    /// Application operations completed (all tenants), and the fixed amount of work after
+    /// which the run stops (`stop_after_ops`) with the time it was done.
+    ops_done: f64,
+    work_ops: Option<f64>,
+    completed_at_ns: Option<f64>,
 }
 
 impl SimBackend {
@@ -408,11 +423,25 @@ impl SimBackend {
                 sample_carry: 0.0,
                 ops_per_s: 0.0,
                 pending_mig_ops: 0.0,
+                pending_sync_ns: 0.0,
                 fault_carry_ns: 0.0,
                 stuck_mass: vec![0.0; n],
             });
             start += len;
         }
+        let copy_factor: Vec<f64> = {
+            let lat: Vec<f64> = specs.iter().map(|t| t.unloaded_latency_ns).collect();
+            let min = lat.iter().copied().fold(f64::INFINITY, f64::min);
+            lat.iter()
+                .map(|l| {
+                    if m.migration.copy_scales_with_latency && min > 0.0 {
+                        l / min
+                    } else {
+                        1.0
+                    }
+                })
+                .collect()
+        };
         let mut b = SimBackend {
             page_bytes,
             specs,
@@ -439,10 +468,13 @@ impl SimBackend {
             pending_mig_read: vec![0.0; n],
             pending_mig_write: vec![0.0; n],
             last_quantum_ns: 10_000_000,
-            per_op_ns: m.migration.per_page_ns,
+            per_op_ns: m.migration.per_page_ns + m.migration.shootdown_wait_ns,
             copy_bytes_per_s: m.migration.copy_gbps * 1e9,
             mig_threads: m.migration.threads,
             shootdown_ns: m.migration.shootdown_ns,
+            copy_factor,
+            mig_debt_ns: 0.0,
+            synchronous: m.migration.synchronous,
             quantum: Accum::new(n),
             interval: Accum::new(n),
             interval_mig_bytes: 0.0,
@@ -467,6 +499,9 @@ impl SimBackend {
             interval_faults: vec![0.0; n],
             fault_events: Vec::new(),
             tenant_telemetry: Vec::new(),
+            ops_done: 0.0,
+            work_ops: cfg.stop_after_ops,
+            completed_at_ns: None,
         };
         b.tenant_used = b.count_tenant_used();
         b.recompute_mass();
@@ -510,9 +545,19 @@ impl SimBackend {
     pub fn workload(&self) -> &dyn Workload {
         self.loads[0].workload.as_ref()
     }
-    /// Every tenant's workload has ended (a trace replayed to its end).
+    /// Every tenant's workload has ended (a trace replayed to its end), or the run's fixed
+    /// amount of work (`stop_after_ops`) is done.
     pub fn finished(&self) -> bool {
-        self.loads.iter().all(|l| l.workload.finished())
+        self.completed_at_ns.is_some() || self.loads.iter().all(|l| l.workload.finished())
+    }
+    /// Application operations completed so far (all tenants).
+    pub fn ops_done(&self) -> f64 {
+        self.ops_done
+    }
+    /// When the run's `stop_after_ops` operations were complete (ns of virtual time,
+    /// interpolated within the epoch that completed them), once they are.
+    pub fn completed_at_ns(&self) -> Option<f64> {
+        self.completed_at_ns
     }
     /// The tenants' specs (name, span), in page order.
     pub fn tenant_specs(&self) -> &[TenantSpec] {
@@ -1027,11 +1072,14 @@ impl SimBackend {
     fn epoch(&mut self, step_ns: u64, mig_read: &[f64], mig_write: &[f64], stall: &[f64]) {
         let k = self.loads.len();
         let mut changed = false;
-        for l in &mut self.loads {
+        for (t, l) in self.loads.iter_mut().enumerate() {
             if l.workload.advance_to(self.now_ns) {
                 l.shape = l.workload.op_shape();
                 l.exact = l.workload.probabilities().is_some();
                 changed = true;
+                let len = l.workload.page_count() as usize;
+                self.tracker
+                    .set_tenant_workload(t, l.start, len, l.workload.probabilities());
             }
         }
         if changed {
@@ -1104,6 +1152,19 @@ impl SimBackend {
             l.ops_per_s = *o;
         }
         let step_s = step_ns as f64 / 1e9;
+        let epoch_ops: f64 = ops.iter().sum::<f64>() * step_s;
+        if let (Some(target), None) = (self.work_ops, self.completed_at_ns) {
+            if self.ops_done + epoch_ops >= target {
+                // Operations run at a constant rate within the epoch.
+                let f = ((target - self.ops_done) / epoch_ops.max(1e-300)).clamp(0.0, 1.0);
+                self.completed_at_ns = Some(self.now_ns as f64 + f * step_ns as f64);
+            }
+        }
+        self.ops_done += epoch_ops;
+        for (t, o) in ops.iter().enumerate() {
+            self.tracker.add_tenant_ops(t, o * step_s);
+        }
+        let spans = self.tracker.wants_spans();
         // Sampled accesses: the access path, tenant by tenant. Exact trackers draw from
         // every page's probability only when every tenant has one (below); beside a
         // tenant without (a stream, a trace) every tenant's accesses feed them as sampled.
@@ -1141,6 +1202,16 @@ impl SimBackend {
                 let time = self.now_ns + (i as f64 * dt_per) as u64;
                 self.tracker
                     .on_access(page as PageIdx, a.write, time, exact && all_exact);
+                if spans && !(exact && all_exact) {
+                    let l = &self.loads[t];
+                    let span = l.workload.span_pages() as usize;
+                    if span > 1 {
+                        let len = l.workload.page_count() as usize;
+                        let first = a.page as usize;
+                        self.tracker
+                            .on_access_span((1..span.min(len)).map(|i| start + (first + i) % len));
+                    }
+                }
             }
         }
         if k > 1 {
@@ -1289,6 +1360,10 @@ impl SimBackend {
     }
 }
 
+/// The largest share of a quantum a synchronous migration keeps the cores waiting (the
+/// rest of the wait carries over): just under 1, so that the fixed point stays regular.
+const SYNC_STALL_MAX: f64 = 0.999;
+
 /// The smallest PEBS sample period in a tracker spec.
 fn pebs_period(spec: &TrackerSpec) -> Option<u64> {
     match spec {
@@ -1352,9 +1427,12 @@ impl Backend for SimBackend {
                 (TelemetryKind::LoadedLatency, Provision::Native),
                 (TelemetryKind::FaultRate, Provision::Native),
             ],
-            // Any naturally aligned power-of-two range of its page space (a `PageRange` holds
-            // at most 2^31 pages), as one operation.
-            max_granularity_bytes: self.page_bytes << self.placement.len().max(1).ilog2().min(31),
+            // Any naturally aligned power-of-two range (a `PageRange` holds at most 2^31
+            // pages), as one operation. Whether a given range exists depends on the page
+            // space (a move past its end is malformed and dropped), not on what the backend
+            // can do: a policy that may move 2 MiB runs on a footprint smaller than that and
+            // simply finds no such region.
+            max_granularity_bytes: self.page_bytes << 31,
             max_tenants: self.tenants.len(),
             tier_limits: true,
             cpu_shares: true,
@@ -1381,6 +1459,16 @@ impl Backend for SimBackend {
             self.scale,
         );
         self.tracker.set_lines_per_op(lines);
+        if self.tracker.access_bits().is_some() {
+            let seed = self.rng.gen();
+            self.tracker.reseed(seed);
+            for t in 0..self.loads.len() {
+                let l = &self.loads[t];
+                let (start, len) = (l.start, l.workload.page_count() as usize);
+                let probs = l.workload.probabilities();
+                self.tracker.set_tenant_workload(t, start, len, probs);
+            }
+        }
         Ok(())
     }
     fn advance(&mut self, dt_ns: u64) -> Result<()> {
@@ -1391,10 +1479,19 @@ impl Backend for SimBackend {
         let mig_read: Vec<f64> = self.pending_mig_read.iter().map(|b| b / dt_s).collect();
         let mig_write: Vec<f64> = self.pending_mig_write.iter().map(|b| b / dt_s).collect();
         // A migration's TLB shootdown stops the cores of the tenant whose pages moved.
+        // Synchronous migration: the cores wait for every operation in full, the wait carried
+        // into the next quanta when it exceeds one.
+        let sync = self.synchronous;
         let stall: Vec<f64> = self
             .loads
             .iter_mut()
             .map(|l| {
+                if sync {
+                    l.pending_mig_ops = 0.0;
+                    let f = (l.pending_sync_ns / dt as f64).min(SYNC_STALL_MAX);
+                    l.pending_sync_ns -= f * dt as f64;
+                    return f;
+                }
                 (std::mem::take(&mut l.pending_mig_ops) * self.shootdown_ns / dt as f64).min(0.9)
             })
             .collect();
@@ -1460,6 +1557,7 @@ impl Backend for SimBackend {
             tenants: &self.tenants,
             controls: &self.controls,
             tenant_telemetry: &self.tenant_telemetry,
+            access_bits: self.tracker.access_bits(),
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
@@ -1469,7 +1567,10 @@ impl Backend for SimBackend {
         let mut quota = quota_bytes.map(|q| (q as f64 * self.scale) as u64);
         // The migration threads' time in the next quantum bounds how much they can move:
         // each move is one operation (fixed cost: fault, unmap, shootdown) plus its copy.
-        let mut thread_ns = self.last_quantum_ns as f64 * self.mig_threads;
+        // A move longer than a whole quantum of the threads (a 2 MiB copy when quanta are
+        // 100 µs) starts when they are idle and keeps them busy into the next quanta.
+        let budget = self.last_quantum_ns as f64 * self.mig_threads;
+        let mut thread_ns = budget - std::mem::take(&mut self.mig_debt_ns);
         let n_tiers = self.specs.len();
         let reclaim = self.reclaim_moves();
         for mv in reclaim.iter().chain(&plan.moves) {
@@ -1496,11 +1597,18 @@ impl Backend for SimBackend {
                 continue;
             }
             let bytes = moving * page;
-            let mut op_ns = self.per_op_ns + bytes as f64 / self.copy_bytes_per_s * 1e9;
+            let from = self.placement[range.clone()]
+                .iter()
+                .find(|&&f| f != to)
+                .map_or(to, |&f| f);
+            let factor = self.copy_factor[to.index()].max(self.copy_factor[from.index()]);
+            let mut op_ns = self.per_op_ns + bytes as f64 / self.copy_bytes_per_s * 1e9 * factor;
             if self.any_compressed {
                 op_ns += self.codec_ns(range.clone(), to);
             }
-            if quota.is_some_and(|q| q < bytes) || thread_ns < op_ns {
+            let outlasts = op_ns > budget && thread_ns >= budget;
+            let no_time = !self.synchronous && thread_ns < op_ns && !outlasts;
+            if quota.is_some_and(|q| q < bytes) || no_time {
                 a.pages_over_quota += moving;
                 continue;
             }
@@ -1546,6 +1654,7 @@ impl Backend for SimBackend {
                 self.relocate(p, to, t, w);
             }
             self.loads[t].pending_mig_ops += 1.0;
+            self.loads[t].pending_sync_ns += op_ns;
             a.ops_applied += 1;
             a.pages_applied += moving;
             a.bytes_moved += bytes;
@@ -1559,6 +1668,9 @@ impl Backend for SimBackend {
                     l.mass.iter_mut().for_each(|m| *m = m.max(0.0));
                 }
             }
+        }
+        if thread_ns < 0.0 && !self.synchronous {
+            self.mig_debt_ns = -thread_ns;
         }
         self.interval_mig_bytes += a.bytes_moved as f64;
         self.interval_tried += a.pages_tried as f64;

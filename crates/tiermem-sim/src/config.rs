@@ -40,6 +40,11 @@ pub struct SimConfig {
     /// capacity permitting), "random".
     #[serde(default = "default_initial")]
     pub initial_placement: String,
+    /// A fixed amount of work: stop once the application has completed this many operations
+    /// (all tenants together). The summary's `completion_time_s` is when it did (interpolated
+    /// within the epoch); `duration_s` still bounds the run. Unset: run for `duration_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_after_ops: Option<f64>,
     pub machine: MachineConfig,
     #[serde(default)]
     pub antagonist: Vec<AntagonistConfig>,
@@ -144,9 +149,30 @@ pub struct MigrationConfig {
     pub copy_gbps: f64,
     #[serde(default = "one")]
     pub threads: f64,
-    /// App-core stall per migrated page (TLB shootdown IPI), ns.
+    /// App-core stall per migration operation (TLB shootdown IPI), ns: one per move,
+    /// whatever its size (ICS'18 §3: one shootdown invalidates a whole virtually contiguous
+    /// range).
     #[serde(default = "default_shootdown_ns")]
     pub shootdown_ns: f64,
+    /// Time the migrating thread waits for each operation's TLB shootdown to complete (the
+    /// initiator's side: IPIs out, every acknowledgement back; ICS'18 §2.2 cites 13.2 µs),
+    /// added to its cost of every operation. Default 0: `per_page_ns` includes it.
+    #[serde(default)]
+    pub shootdown_wait_ns: f64,
+    /// The copy runs at `copy_gbps` between the fastest tiers and proportionally slower to
+    /// or from a slower one: its time is multiplied by the higher unloaded latency of the
+    /// two tiers over the fastest tier's (ICS'18 §5: "the data copy latency is scaled in
+    /// proportion to the ratio of the fast to slow memory latency"). Default off.
+    #[serde(default)]
+    pub copy_scales_with_latency: bool,
+    /// The application waits for every migration operation: its cores stall for the whole
+    /// operation (`per_page_ns` + `shootdown_wait_ns` + the copy) instead of only
+    /// `shootdown_ns`, the wait carried into later quanta when it is longer than one, and
+    /// the threads' time no longer bounds how much moves per quantum (ICS'18 §5, Fig. 7: the
+    /// projected runtime adds every migration's shootdown and copy time). Default off:
+    /// migration threads copy alongside the application.
+    #[serde(default)]
+    pub synchronous: bool,
 }
 
 impl Default for MigrationConfig {
@@ -156,6 +182,9 @@ impl Default for MigrationConfig {
             copy_gbps: default_copy_gbps(),
             threads: 1.0,
             shootdown_ns: default_shootdown_ns(),
+            shootdown_wait_ns: 0.0,
+            copy_scales_with_latency: false,
+            synchronous: false,
         }
     }
 }
@@ -287,6 +316,9 @@ impl Validate for SimConfig {
             1e6,
         )?;
         check_range(&join(p, "epoch_ms"), self.epoch_ms, 0.01, 1e4)?;
+        if let Some(w) = self.stop_after_ops {
+            check_range(&join(p, "stop_after_ops"), w, 1.0, 1e18)?;
+        }
         if self.duration_s * 1e3 < self.record_interval_ms {
             return Err(invalid(
                 &join(p, "duration_s"),
@@ -563,6 +595,12 @@ impl Validate for MachineConfig {
         check_range(
             &join(&m, "shootdown_ns"),
             self.migration.shootdown_ns,
+            0.0,
+            1e9,
+        )?;
+        check_range(
+            &join(&m, "shootdown_wait_ns"),
+            self.migration.shootdown_wait_ns,
             0.0,
             1e9,
         )?;

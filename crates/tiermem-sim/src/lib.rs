@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod compressed;
 pub mod config;
+pub mod ics18;
 pub mod latency;
 pub mod machine;
 pub mod mercury;

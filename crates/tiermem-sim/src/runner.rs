@@ -290,6 +290,11 @@ impl RunOutcome {
         if let Some(setup) = &self.controller_setup {
             summary["controller"] = json!(setup);
         }
+        if cfg.stop_after_ops.is_some() {
+            // A fixed amount of work: when it was done (null if `duration_s` ran out first).
+            summary["ops_completed"] = json!(self.backend.ops_done());
+            summary["completion_time_s"] = json!(self.backend.completed_at_ns().map(|t| t / 1e9));
+        }
         if !cfg.tenants.is_empty() {
             // Only with `[[tenants]]` (a top-level `workload` keeps the summary as it was):
             // each tenant's steady-state throughput and the share of its reads per tier.

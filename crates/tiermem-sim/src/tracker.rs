@@ -4,10 +4,11 @@
 //! access bits are drawn exactly rather than from the thinned stream.
 
 use rand::rngs::SmallRng;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use tiermem_core::{HeatEvent, PageIdx, TierId, Tracker, TrackerSpec, TrackerView};
+use tiermem_core::{HeatEvent, PageIdx, PageRange, TierId, Tracker, TrackerSpec, TrackerView};
 
 const UNMARKED: u64 = u64::MAX;
 
@@ -62,6 +63,8 @@ pub enum SimTracker {
     Pebs(Pebs),
     HintFaults(HintFaults),
     AccessBits(AccessBits),
+    /// Accessed bits read by the policy over the ranges it scans (`AccessBitScan`).
+    Scan(ScanBits),
     Combined(Vec<SimTracker>),
 }
 
@@ -103,6 +106,7 @@ impl SimTracker {
                 due: BinaryHeap::new(),
                 pending: Vec::new(),
             }),
+            TrackerSpec::AccessBitScan => SimTracker::Scan(ScanBits::new(pages, 0x0ac5_b175)),
             TrackerSpec::AccessBit { scan_period_ns } => SimTracker::AccessBits(AccessBits {
                 scan_period_ns: (*scan_period_ns).max(1),
                 next_scan_ns: *scan_period_ns,
@@ -152,6 +156,11 @@ impl SimTracker {
                     a.touched[page as usize] = true;
                 }
             }
+            SimTracker::Scan(s) => {
+                if !exact {
+                    s.mark(page as usize);
+                }
+            }
             SimTracker::Combined(ts) => {
                 for t in ts {
                     t.on_access(page, write, now_ns, exact);
@@ -160,10 +169,77 @@ impl SimTracker {
         }
     }
 
+    /// An ordered workload's sampled access that covered more than its own page (a stream
+    /// advancing several objects per sampled access): `pages` are the further pages it
+    /// passed. Only trackers that see every touched page (access bits) care.
+    pub fn on_access_span(&mut self, pages: impl Iterator<Item = usize> + Clone) {
+        match self {
+            SimTracker::AccessBits(a) => pages.for_each(|p| a.touched[p] = true),
+            SimTracker::Scan(s) => pages.for_each(|p| s.mark(p)),
+            SimTracker::Combined(ts) => ts.iter_mut().for_each(|t| t.on_access_span(pages.clone())),
+            _ => {}
+        }
+    }
+
+    /// Whether an access to a page must be reported with every page it covered.
+    pub fn wants_spans(&self) -> bool {
+        match self {
+            SimTracker::AccessBits(_) | SimTracker::Scan(_) => true,
+            SimTracker::Combined(ts) => ts.iter().any(SimTracker::wants_spans),
+            _ => false,
+        }
+    }
+
+    /// The accessed bits a policy reads (`TrackerSpec::AccessBitScan`), if installed.
+    pub fn access_bits(&self) -> Option<&dyn tiermem_core::AccessBits> {
+        match self {
+            SimTracker::Scan(s) => Some(s),
+            SimTracker::Combined(ts) => ts.iter().find_map(SimTracker::access_bits),
+            _ => None,
+        }
+    }
+
+    /// Tenant `t` (pages `start..start + len`) now draws its accesses from `probs` (a
+    /// stationary workload) or from its ordered stream (`None`): from the start of the run
+    /// and at every change of its workload.
+    pub fn set_tenant_workload(
+        &mut self,
+        t: usize,
+        start: usize,
+        len: usize,
+        probs: Option<&[f64]>,
+    ) {
+        match self {
+            SimTracker::Scan(s) => s.set_tenant(t, start, len, probs),
+            SimTracker::Combined(ts) => ts
+                .iter_mut()
+                .for_each(|x| x.set_tenant_workload(t, start, len, probs)),
+            _ => {}
+        }
+    }
+
+    /// Seed the draws of the accessed bits (from the run's seed).
+    pub fn reseed(&mut self, seed: u64) {
+        match self {
+            SimTracker::Scan(s) => s.state.get_mut().rng = SmallRng::seed_from_u64(seed),
+            SimTracker::Combined(ts) => ts.iter_mut().for_each(|x| x.reseed(seed)),
+            _ => {}
+        }
+    }
+
+    /// Tenant `t` completed `ops` more operations.
+    pub fn add_tenant_ops(&mut self, t: usize, ops: f64) {
+        match self {
+            SimTracker::Scan(s) => s.add_ops(t, ops),
+            SimTracker::Combined(ts) => ts.iter_mut().for_each(|x| x.add_tenant_ops(t, ops)),
+            _ => {}
+        }
+    }
+
     /// Epoch boundary: run scanners that are due and deliver faults whose time has come.
     pub fn on_epoch(&mut self, ctx: &mut EpochContext<'_>) {
         match self {
-            SimTracker::None | SimTracker::Pebs(_) => {}
+            SimTracker::None | SimTracker::Pebs(_) | SimTracker::Scan(_) => {}
             SimTracker::HintFaults(h) => h.on_epoch(ctx),
             SimTracker::AccessBits(a) => a.on_epoch(ctx),
             SimTracker::Combined(ts) => ts.iter_mut().for_each(|t| t.on_epoch(ctx)),
@@ -172,7 +248,7 @@ impl SimTracker {
 
     pub fn drain(&mut self, out: &mut Vec<HeatEvent>) {
         let pending = match self {
-            SimTracker::None => return,
+            SimTracker::None | SimTracker::Scan(_) => return,
             SimTracker::Combined(ts) => {
                 ts.iter_mut().for_each(|t| t.drain(out));
                 return;
@@ -257,6 +333,149 @@ impl AccessBits {
             }
             self.last_scan_ns = self.next_scan_ns;
             self.next_scan_ns += self.scan_period_ns;
+        }
+    }
+}
+
+/// Accessed bits as an OS scanner reads them (ICS'18 §4): a page's bit is set by any
+/// access since the bit was last read, and reading clears it. The policy chooses which
+/// ranges to read and when ([`tiermem_core::AccessBits::read_and_clear`] through the
+/// snapshot).
+///
+/// Exact for stationary workloads, without touching pages nobody reads: accesses to page
+/// `i` of a tenant form a Poisson process in the tenant's operation count with rate `p_i`
+/// (its access probability per operation), so the operation count of its next access is
+/// drawn once, `Exp(1) / p_i` after its bit was last cleared (or after its probability last
+/// changed), and the bit reads set once the tenant's operations reach it. An unset bit's
+/// draw stays valid across reads (memorylessness), so a read costs a comparison and a set
+/// bit one draw. When a tenant's probabilities change (a phase, a moved hot set) every
+/// pending access is first materialised into a sticky bit and then redrawn with the new
+/// probabilities. Ordered workloads (streams, traces) set bits from their sampled accesses,
+/// every page a sampled access passed included.
+///
+/// The bits are physical: unlike the other trackers they are not thinned by `scale`. With
+/// `scale` < 1 (fewer pages, each likelier) and a scanner whose pace in pages per second is
+/// unchanged, every page is read `1/scale` times as often and accessed `1/scale` times as
+/// often, so a bit is as likely to be set as at full scale: a scaled run is a time-compressed
+/// copy of the full one when the workload's own time constants are compressed too (the
+/// `regions` workload multiplies its operation counts by `scale`); a stream, whose speed in
+/// pages per second does not scale, sweeps `scale` times fewer pages between two reads
+/// (docs/simulator.md, "Granularity").
+pub struct ScanBits {
+    state: RefCell<ScanState>,
+}
+
+struct ScanState {
+    /// Per page: its tenant's operation count at which it is next accessed (stationary
+    /// tenants; `INFINITY` for ordered ones and pages of probability 0).
+    next_at: Vec<f64>,
+    /// Per page: a bit known to be set (ordered accesses, materialised stationary ones).
+    set: Vec<bool>,
+    /// Per page: its access probability per operation of its tenant (stationary tenants).
+    prob: Vec<f64>,
+    /// Per tenant: (first page, pages, operations done so far).
+    tenants: Vec<(usize, usize, f64)>,
+    rng: SmallRng,
+}
+
+impl std::fmt::Debug for ScanBits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ScanBits({} pages)", self.state.borrow().set.len())
+    }
+}
+
+impl ScanBits {
+    pub fn new(pages: usize, seed: u64) -> ScanBits {
+        ScanBits {
+            state: RefCell::new(ScanState {
+                next_at: vec![f64::INFINITY; pages],
+                set: vec![false; pages],
+                prob: vec![0.0; pages],
+                tenants: Vec::new(),
+                rng: SmallRng::seed_from_u64(seed),
+            }),
+        }
+    }
+
+    fn mark(&mut self, page: usize) {
+        if let Some(b) = self.state.get_mut().set.get_mut(page) {
+            *b = true;
+        }
+    }
+
+    fn add_ops(&mut self, t: usize, ops: f64) {
+        if let Some(x) = self.state.get_mut().tenants.get_mut(t) {
+            x.2 += ops;
+        }
+    }
+
+    fn set_tenant(&mut self, t: usize, start: usize, len: usize, probs: Option<&[f64]>) {
+        let s = self.state.get_mut();
+        if s.tenants.len() <= t {
+            s.tenants.resize(t + 1, (0, 0, 0.0));
+        }
+        s.tenants[t].0 = start;
+        s.tenants[t].1 = len;
+        let now = s.tenants[t].2;
+        let end = (start + len).min(s.set.len());
+        for p in start..end {
+            // Accesses drawn under the old probabilities that have happened: sticky.
+            if s.next_at[p] <= now {
+                s.set[p] = true;
+            }
+            let pr = probs.and_then(|v| v.get(p - start)).copied().unwrap_or(0.0);
+            s.prob[p] = pr;
+            s.next_at[p] = next_access(&mut s.rng, now, pr);
+        }
+    }
+}
+
+/// The operation count of the next access of a page of probability `p` per operation,
+/// after `now` operations.
+fn next_access(rng: &mut SmallRng, now: f64, p: f64) -> f64 {
+    if p > 0.0 {
+        let u: f64 = rng.gen::<f64>();
+        now - (1.0 - u).ln() / p
+    } else {
+        f64::INFINITY
+    }
+}
+
+impl tiermem_core::AccessBits for ScanBits {
+    fn read_and_clear_if(
+        &self,
+        range: PageRange,
+        read: &mut dyn FnMut(PageIdx) -> bool,
+        out: &mut Vec<bool>,
+    ) {
+        out.clear();
+        let mut guard = self.state.borrow_mut();
+        let s = &mut *guard;
+        let n = s.set.len();
+        let (start, end) = ((range.start as usize).min(n), (range.end() as usize).min(n));
+        // Tenants are sorted by start; find the one holding each page as we go.
+        let mut ti = s
+            .tenants
+            .partition_point(|t| t.0 <= start)
+            .saturating_sub(1);
+        for p in start..end {
+            while ti + 1 < s.tenants.len() && s.tenants[ti + 1].0 <= p {
+                ti += 1;
+            }
+            if !read(p as PageIdx) {
+                out.push(false);
+                continue;
+            }
+            let now = s.tenants.get(ti).map_or(0.0, |t| t.2);
+            let drawn = s.next_at[p] <= now;
+            let bit = s.set[p] || drawn;
+            if bit {
+                s.set[p] = false;
+                if drawn {
+                    s.next_at[p] = next_access(&mut s.rng, now, s.prob[p]);
+                }
+            }
+            out.push(bit);
         }
     }
 }

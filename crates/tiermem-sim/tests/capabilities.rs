@@ -54,7 +54,7 @@ fn what_the_simulator_has_is_granted() {
 fn what_it_lacks_is_refused_in_one_line() {
     let needs = Needs {
         tenants: 4,
-        granularity_bytes: 1 << 50,
+        granularity_bytes: 1 << 62, // past any range of 2^31 pages
         ..Needs::default()
     };
     let e = Engine::new(Needy(needs), &mut backend()).err().unwrap();

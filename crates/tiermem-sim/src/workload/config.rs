@@ -32,6 +32,15 @@
 //! kind = "trace"
 //! path = "traces/app.tmt"         # lackey text or tiermem binary, detected by its magic
 //! loop = true
+//!
+//! [workload]                      # graph500-like: dense 64 KiB chunks at random places
+//! kind = "regions"
+//! working_set = "761MiB"
+//! [[workload.stages]]
+//! chunk_size = "64KiB"
+//! hot_set = "128MiB"
+//! hot_probability = 0.9
+//! redraw_every_ops = 2e7          # a fresh hot set every 20 M operations
 //! ```
 //!
 //! Every kind takes `phases`, a schedule of changes: each phase is a table with `at_s`
@@ -54,6 +63,7 @@ use super::gups::{Gups, GupsSpec};
 use super::kv::{KeyDist, Kv, KvSpec, Mix};
 use super::phased::Phased;
 use super::random::RandomUniform;
+use super::regions::{Regions, RegionsSpec, StageSpec};
 use super::stream::Stream;
 use super::trace::TraceReplay;
 use super::Workload;
@@ -72,6 +82,7 @@ pub enum WorkloadConfig {
     Stream(StreamConfig),
     Random(RandomConfig),
     Trace(TraceConfig),
+    Regions(RegionsConfig),
 }
 
 /// One entry of a phase schedule: from `at_s` on, these fields differ from the base.
@@ -190,6 +201,49 @@ pub struct RandomConfig {
     pub phases: Vec<PhaseConfig>,
 }
 
+/// Spatially clustered random access with changing hot sets and alternating stages
+/// (`regions.rs`): hot chunks of `chunk_size` at random places, redrawn every
+/// `redraw_every_ops` operations; the stages follow each other by operation count and repeat.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionsConfig {
+    pub working_set: Size,
+    #[serde(default = "default_object_size")]
+    pub object_size: Size,
+    #[serde(default)]
+    pub write_fraction: f64,
+    /// At least one; several alternate (each `ops` operations long), repeating.
+    pub stages: Vec<RegionsStage>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseConfig>,
+}
+
+/// One stage of a `regions` workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionsStage {
+    /// Operations the stage lasts before the next one (0: forever; a single stage only).
+    #[serde(default)]
+    pub ops: f64,
+    /// The unit of spatial locality: hot data comes in whole chunks of this size (a power of
+    /// two, at least a page). Default 4 KiB: scattered single pages.
+    #[serde(default = "default_chunk")]
+    pub chunk_size: Size,
+    /// Bytes of hot chunks (0: accesses uniform over the buffer).
+    #[serde(default = "zero_size")]
+    pub hot_set: Size,
+    /// Probability an operation picks a hot page.
+    #[serde(default = "default_hot_probability")]
+    pub hot_probability: f64,
+    /// Operations between two draws of the hot chunks (0: drawn once per stage).
+    #[serde(default)]
+    pub redraw_every_ops: f64,
+}
+
+fn default_chunk() -> Size {
+    Size::Text("4KiB".into())
+}
+
 /// Replay of a real address trace (valgrind lackey text or tiermem binary).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -243,7 +297,8 @@ impl<'de> Deserialize<'de> for WorkloadConfig {
 impl WorkloadConfig {
     /// Decode a `[workload]` table; errors name the failing field relative to it.
     pub fn from_value(v: toml::Value) -> std::result::Result<WorkloadConfig, String> {
-        const KINDS: &str = "use kind = \"gups\", \"kv\", \"stream\", \"random\" or \"trace\"";
+        const KINDS: &str =
+            "use kind = \"gups\", \"kv\", \"stream\", \"random\", \"regions\" or \"trace\"";
         let mut t = match v {
             toml::Value::Table(t) => t,
             other => {
@@ -269,6 +324,7 @@ impl WorkloadConfig {
             "stream" => WorkloadConfig::Stream(decode_table(t)?),
             "random" => WorkloadConfig::Random(decode_table(t)?),
             "trace" => WorkloadConfig::Trace(decode_table(t)?),
+            "regions" => WorkloadConfig::Regions(decode_table(t)?),
             other => return Err(format!("`kind`: unknown workload kind `{other}`; {KINDS}")),
         })
     }
@@ -280,6 +336,7 @@ impl WorkloadConfig {
             WorkloadConfig::Stream(_) => "stream",
             WorkloadConfig::Random(_) => "random",
             WorkloadConfig::Trace(_) => "trace",
+            WorkloadConfig::Regions(_) => "regions",
         }
     }
 
@@ -290,6 +347,7 @@ impl WorkloadConfig {
             WorkloadConfig::Stream(c) => &c.phases,
             WorkloadConfig::Random(c) => &c.phases,
             WorkloadConfig::Trace(c) => &c.phases,
+            WorkloadConfig::Regions(c) => &c.phases,
         }
     }
 
@@ -350,6 +408,7 @@ impl WorkloadConfig {
             WorkloadConfig::Random(c) => {
                 validate_buffer(p, &c.working_set, &c.object_size, c.write_fraction)
             }
+            WorkloadConfig::Regions(c) => c.validate(p),
             WorkloadConfig::Trace(c) => {
                 if c.path.trim().is_empty() {
                     return Err(invalid(
@@ -400,6 +459,53 @@ impl Validate for GupsConfig {
         check_range(&join(p, "write_fraction"), self.write_fraction, 0.0, 1.0)?;
         if let Some(t) = self.hot_set_move_at_s {
             check_range(&join(p, "hot_set_move_at_s"), t, 0.0, 1e9)?;
+        }
+        Ok(())
+    }
+}
+
+impl Validate for RegionsConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        let ws = positive_size(&join(p, "working_set"), &self.working_set)?;
+        positive_size(&join(p, "object_size"), &self.object_size)?;
+        check_range(&join(p, "write_fraction"), self.write_fraction, 0.0, 1.0)?;
+        if self.stages.is_empty() {
+            return Err(invalid(
+                &join(p, "stages"),
+                "is empty; give at least one `[[workload.stages]]` (chunk_size, hot_set, hot_probability)",
+            ));
+        }
+        let several = self.stages.len() > 1;
+        for (i, st) in self.stages.iter().enumerate() {
+            let sp = join(p, &format!("stages[{i}]"));
+            let chunk = positive_size(&join(&sp, "chunk_size"), &st.chunk_size)?;
+            if !chunk.is_power_of_two() {
+                return Err(invalid(
+                    &join(&sp, "chunk_size"),
+                    format!("{chunk} bytes is not a power of two; write e.g. \"4KiB\", \"64KiB\" or \"2MiB\""),
+                ));
+            }
+            let hot = st.hot_set.bytes(&join(&sp, "hot_set"))?;
+            if hot > ws {
+                return Err(invalid(
+                    &join(&sp, "hot_set"),
+                    format!("{hot} bytes is larger than working_set ({ws} bytes)"),
+                ));
+            }
+            check_range(&join(&sp, "hot_probability"), st.hot_probability, 0.0, 1.0)?;
+            check_range(&join(&sp, "ops"), st.ops, 0.0, 1e18)?;
+            check_range(
+                &join(&sp, "redraw_every_ops"),
+                st.redraw_every_ops,
+                0.0,
+                1e18,
+            )?;
+            if several && st.ops <= 0.0 {
+                return Err(invalid(
+                    &join(&sp, "ops"),
+                    "must be > 0 when there are several stages (they alternate by operation count)",
+                ));
+            }
         }
         Ok(())
     }
@@ -562,6 +668,11 @@ fn one_footprint(
             scaled_pages(&join(p, "working_set"), ws, scale, page_bytes)? as u64
         }
         WorkloadConfig::Kv(c) => kv_pages(c, p, page_bytes, scale)?,
+        WorkloadConfig::Regions(c) => {
+            object_bytes(&join(p, "object_size"), &c.object_size, page_bytes)?;
+            let ws = c.working_set.bytes(&join(p, "working_set"))?;
+            scaled_pages(&join(p, "working_set"), ws, scale, page_bytes)? as u64
+        }
         WorkloadConfig::Trace(_) => {
             if (scale - 1.0).abs() > 1e-12 {
                 return Err(invalid("scale", format!("{scale}: a trace is a real address stream and cannot be scaled; set scale = 1 (or drop it) when {p}.kind = \"trace\"")));
@@ -700,6 +811,43 @@ fn build_one(
             let obj = object_bytes(&join(p, "object_size"), &c.object_size, page_bytes)?;
             Box::new(RandomUniform::new(pages, obj, c.write_fraction))
         }
+        WorkloadConfig::Regions(c) => {
+            let ws = c.working_set.bytes(&join(p, "working_set"))?;
+            let pages = scaled_pages(&join(p, "working_set"), ws, scale, page_bytes)?;
+            let mut stages = Vec::new();
+            for (i, st) in c.stages.iter().enumerate() {
+                let sp = join(p, &format!("stages[{i}]"));
+                let chunk = st.chunk_size.bytes(&join(&sp, "chunk_size"))?;
+                if chunk < page_bytes {
+                    return Err(invalid(&join(&sp, "chunk_size"), format!("{chunk} bytes is less than machine.page_size ({page_bytes}); a chunk is whole pages")));
+                }
+                let chunk_pages = ((chunk / page_bytes) as u32).min(pages);
+                let hot = st.hot_set.bytes(&join(&sp, "hot_set"))?;
+                let hot_chunks = if hot == 0 {
+                    0
+                } else {
+                    ((hot as f64 * scale / chunk as f64).round().max(1.0) as u32)
+                        .min(pages / chunk_pages.max(1))
+                };
+                // Operation counts scale with the footprint: each page sees as many
+                // accesses per hot period as at full size (regions.rs, "Scaling").
+                stages.push(StageSpec {
+                    ops: st.ops * scale,
+                    chunk_pages,
+                    hot_chunks,
+                    hot_probability: st.hot_probability,
+                    redraw_every_ops: st.redraw_every_ops * scale,
+                });
+            }
+            Box::new(Regions::new(RegionsSpec {
+                pages,
+                page_bytes,
+                object_bytes: object_bytes(&join(p, "object_size"), &c.object_size, page_bytes)?,
+                write_fraction: c.write_fraction,
+                stages,
+                seed,
+            }))
+        }
         WorkloadConfig::Trace(c) => {
             if (scale - 1.0).abs() > 1e-12 {
                 return Err(invalid("scale", format!("{scale}: a trace is a real address stream and cannot be scaled; set scale = 1 (or drop it) when {p}.kind = \"trace\"")));
@@ -807,6 +955,7 @@ mod tests {
             "kind = \"stream\"\nworking_set = \"8G\"\nobject_size = 256\nwrite_fraction = 0.5",
             "kind = \"random\"\nworking_set = 5368709120",
             "kind = \"trace\"\npath = \"traces/app.tmt\"\nloop = true",
+            "kind = \"regions\"\nworking_set = \"761MiB\"\n[[workload.stages]]\nops = 4e7\nchunk_size = \"64KiB\"\nhot_set = \"128MiB\"\nredraw_every_ops = 2e7\n[[workload.stages]]\nops = 1e6\nchunk_size = \"4KiB\"",
         ];
         for e in examples {
             let w = parse(&format!("[workload]\n{e}\n")).unwrap();

@@ -8,8 +8,10 @@
 //!
 //! Kinds (`[workload] kind = ...`, see [`config`] for every field and an example of each):
 //! `gups` ([`gups`], Colloid §2.1), `kv` ([`kv`], YCSB A–F with Zipf/Gaussian keys),
-//! `stream` ([`stream`]), `random` ([`random`], XSBench-like), `trace` ([`trace`],
-//! valgrind lackey or tiermem binary traces); any kind takes a `phases` schedule.
+//! `stream` ([`stream`]), `random` ([`random`], XSBench-like), `regions` ([`regions`],
+//! dense chunks at random places, redrawn and alternating by operation count: ICS'18's
+//! graph500, CG, ...), `trace` ([`trace`], valgrind lackey or tiermem binary traces); any
+//! kind takes a `phases` schedule.
 
 use rand::rngs::SmallRng;
 use rand::RngCore;
@@ -20,6 +22,7 @@ pub mod gups;
 pub mod kv;
 mod phased;
 pub mod random;
+pub mod regions;
 pub mod stream;
 pub mod trace;
 
@@ -74,6 +77,12 @@ pub trait Workload: Send {
     /// `next()`, so a sweep takes the same virtual time as unsampled); stationary and trace
     /// workloads ignore it.
     fn set_accesses_per_sample(&mut self, _k: f64) {}
+    /// Pages the last `next()` covered, its own page first and the following ones (wrapping
+    /// at the end of the page space): more than 1 when an ordered stream advances past
+    /// several pages in one sampled access. Access-bit trackers set every one of them.
+    fn span_pages(&self) -> u32 {
+        1
+    }
 }
 
 /// `floor(r * n / 2^64)`: a uniform index in `0..n` from one 64-bit draw (Lemire's

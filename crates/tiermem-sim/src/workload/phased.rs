@@ -96,6 +96,9 @@ impl Workload for Phased {
     fn hot_pages(&self) -> Option<Vec<PageIdx>> {
         self.parts[self.cur].1.hot_pages()
     }
+    fn span_pages(&self) -> u32 {
+        self.parts[self.cur].1.span_pages()
+    }
     fn set_accesses_per_sample(&mut self, k: f64) {
         for (_, w) in &mut self.parts {
             w.set_accesses_per_sample(k);

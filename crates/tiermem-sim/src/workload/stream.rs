@@ -28,6 +28,8 @@ pub struct Stream {
     obj: u64,
     write: WriteDraw,
     shape: OpShape,
+    /// Pages the last `next()` covered.
+    span: u32,
 }
 
 impl Stream {
@@ -42,6 +44,7 @@ impl Stream {
             page: 0,
             obj: 0,
             write: WriteDraw::new(write_fraction),
+            span: 1,
             shape: OpShape {
                 lines_per_op: lines,
                 written_lines_per_op: lines as f64 * write_fraction.clamp(0.0, 1.0),
@@ -76,12 +79,18 @@ impl Workload for Stream {
             1
         };
     }
+    fn span_pages(&self) -> u32 {
+        self.span
+    }
     #[inline]
     fn next(&mut self, rng: &mut SmallRng) -> Access {
         let a = Access {
             page: self.page,
             write: self.write.draw(rng),
         };
+        // Objects obj .. obj + stride - 1 of this access lie on this page and the next ones.
+        self.span =
+            ((self.obj + self.stride - 1) / self.objects_per_page + 1).min(self.n as u64) as u32;
         self.obj += self.stride;
         if self.obj >= self.objects_per_page {
             let pages = self.obj / self.objects_per_page;
@@ -108,6 +117,8 @@ mod tests {
         s.set_accesses_per_sample(6.0);
         let pages: Vec<u32> = (0..5).map(|_| s.next(&mut rng).page).collect();
         assert_eq!(pages, vec![0, 1, 0, 1, 0]); // objects 0, 6, 12, 18, 24 of 4 per page, 3 pages
+                                                // The last access covered objects 24..30 = objects 0..6 of a sweep: pages 0 and 1.
+        assert_eq!(s.span_pages(), 2);
         assert_eq!(
             s.op_shape(),
             OpShape {

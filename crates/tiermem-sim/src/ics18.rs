@@ -1,0 +1,497 @@
+//! `tiermem reproduce granularity-fig8`: ICS'18 (Ryoo, John, Basu, "A Case for Granularity
+//! Aware Page Migration") Figs. 8–13 on the simulator.
+//!
+//! The testbed is `experiments/ics18/base.toml` (fast tier 400 MB, slow tier 3× its
+//! latency, one TLB shootdown of 13.2 µs per migration), the 13 applications are
+//! `experiments/ics18/workloads.toml` (Table 2's footprints; the shapes the paper describes),
+//! and the systems are the `ics18` policy's schemes: the paper's baseline (physically ordered
+//! scans, 4 KiB), static 4 KiB / 64 KiB / 2 MiB (virtual scans, granularity fixed) and the
+//! dynamic scheme of §4.
+//!
+//! **Runtime for a fixed amount of work.** The paper normalises each run's execution time to
+//! the time the same program takes when the fast tier holds its whole footprint (no
+//! migration). Here each application first runs `T_ref` virtual seconds with a fast tier
+//! larger than its footprint and no migration, which fixes its work `W` (the operations it
+//! completed); every scheme then runs until it has completed `W` operations
+//! (`stop_after_ops`), and `runtime_norm` is that completion time over `T_ref`. (Stage and
+//! hot-set changes of the `regions` shapes follow the operation count, so every run does the
+//! same work in the same order.)
+//!
+//! Rows (`summary.json`): `{"setting", "fast_mib", "latency_ratio", "workload", "label",
+//! "scheme", "runtime_norm", "shootdowns", "fast_hit_ratio", "migrations_4k",
+//! "migrations_64k", "migrations_2m", "completed"}`; `shootdowns` counts one per migration
+//! operation (the backend's applied operations), `fast_hit_ratio` is the share of the
+//! application's memory reads the fast tier served over the whole run. Settings: the main
+//! one (400 MiB, 1:3; all five schemes: Figs. 8–11) and the sensitivity ones (200 and
+//! 800 MiB at 1:3, 1:2 and 1:8 at 400 MiB: Figs. 12–13; the three static schemes and the
+//! dynamic one, so that the best static is known). The summary's `checks` evaluate the
+//! issue's criteria on the rows.
+
+use crate::reproduce::{config_with, parallel_map};
+use crate::runner;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use tiermem_core::{Backend, Error, Result};
+
+pub const BASE: &str = include_str!("../../../experiments/ics18/base.toml");
+pub const APPS: &str = include_str!("../../../experiments/ics18/workloads.toml");
+const BASE_ORIGIN: &str = "experiments/ics18/base.toml";
+
+/// One application of `workloads.toml`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct App {
+    pub name: String,
+    pub label: String,
+    pub rss: String,
+    pub paper_best: String,
+    #[serde(default)]
+    pub control: bool,
+    pub scale: f64,
+    pub ops_in_flight: f64,
+    pub mlp_lines: f64,
+    pub compute_ns_per_op: f64,
+    pub workload: toml::Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Apps {
+    app: Vec<App>,
+}
+
+/// The applications (the suite and the uniform control).
+pub fn apps() -> Result<Vec<App>> {
+    let a: Apps = toml::from_str(APPS)
+        .map_err(|e| Error::config(format!("experiments/ics18/workloads.toml: {e}")))?;
+    Ok(a.app)
+}
+
+/// Fast-tier capacity and slow/fast latency ratio.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Setting {
+    pub fast_mib: f64,
+    pub latency_ratio: f64,
+}
+
+impl Setting {
+    pub fn label(&self) -> String {
+        format!("{}MiB 1:{}", self.fast_mib, self.latency_ratio)
+    }
+}
+
+/// §5's configuration: 400 MB of fast memory, slow memory 3× slower.
+pub const MAIN: Setting = Setting {
+    fast_mib: 400.0,
+    latency_ratio: 3.0,
+};
+/// §6.1: 200 and 800 MB (Fig. 12), 1:2 and 1:8 (Fig. 13).
+pub const SENSITIVITY: [Setting; 4] = [
+    Setting {
+        fast_mib: 200.0,
+        latency_ratio: 3.0,
+    },
+    Setting {
+        fast_mib: 800.0,
+        latency_ratio: 3.0,
+    },
+    Setting {
+        fast_mib: 400.0,
+        latency_ratio: 2.0,
+    },
+    Setting {
+        fast_mib: 400.0,
+        latency_ratio: 8.0,
+    },
+];
+
+pub const SCHEMES: [&str; 5] = tiermem_policies::ics18::SCHEMES;
+pub const STATICS: [&str; 3] = ["static-4k", "static-64k", "static-2m"];
+
+/// Virtual seconds of the no-migration reference run, which fixes each application's work.
+pub fn reference_seconds(quick: bool) -> f64 {
+    if quick {
+        0.3
+    } else {
+        1.2
+    }
+}
+
+fn fast_latency_ns() -> f64 {
+    let doc: toml::Value = toml::from_str(BASE).expect("base parses");
+    let l = &doc["machine"]["tiers"][0]["unloaded_latency_ns"];
+    l.as_float()
+        .or_else(|| l.as_integer().map(|i| i as f64))
+        .expect("fast tier latency")
+}
+
+/// The config of one run: `scheme` = None is the no-migration reference (a fast tier that
+/// holds the whole footprint, policy `static`).
+pub fn config(
+    app: &App,
+    setting: Setting,
+    scheme: Option<&str>,
+) -> Result<crate::config::SimConfig> {
+    let mut policy = toml::map::Map::new();
+    let fast = match scheme {
+        Some(s) => {
+            policy.insert("policy".into(), "ics18".into());
+            policy.insert("scheme".into(), s.into());
+            format!("{}MiB", setting.fast_mib)
+        }
+        None => {
+            policy.insert("policy".into(), "static".into());
+            "16GiB".to_string()
+        }
+    };
+    let ov: Vec<(&str, toml::Value)> = vec![
+        ("scale", toml::Value::Float(app.scale)),
+        (
+            "machine.ops_in_flight",
+            toml::Value::Float(app.ops_in_flight),
+        ),
+        ("machine.mlp_lines", toml::Value::Float(app.mlp_lines)),
+        (
+            "machine.compute_ns_per_op",
+            toml::Value::Float(app.compute_ns_per_op),
+        ),
+        ("machine.tiers[0].capacity", toml::Value::String(fast)),
+        (
+            "machine.tiers[1].unloaded_latency_ns",
+            toml::Value::Float(fast_latency_ns() * setting.latency_ratio),
+        ),
+        ("workload", app.workload.clone()),
+        ("policy", toml::Value::Table(policy)),
+    ];
+    config_with(BASE, BASE_ORIGIN, &ov)
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, Default)]
+pub struct Measured {
+    /// Virtual seconds to complete the work (or the run's end if it did not).
+    pub time_s: f64,
+    pub completed: bool,
+    pub ops: f64,
+    pub shootdowns: u64,
+    pub fast_hit_ratio: f64,
+    pub migrations: [u64; 3],
+    pub raises: u64,
+    pub lowers: u64,
+}
+
+/// Run a config to its end and measure it.
+pub fn measure(cfg: &crate::config::SimConfig) -> Result<Measured> {
+    let out = runner::run(cfg)?;
+    let b = &out.backend;
+    let (mut served, mut total) = (0.0, 0.0);
+    for r in &b.records {
+        let w = r.ops_per_s;
+        served += w * r.app_share.first().copied().unwrap_or(0.0);
+        total += w;
+    }
+    let pc: BTreeMap<&str, u64> = out.policy_counters.iter().copied().collect();
+    let get = |k: &str| pc.get(k).copied().unwrap_or(0);
+    let completed = b.completed_at_ns().is_some();
+    Ok(Measured {
+        time_s: b.completed_at_ns().unwrap_or(b.now_ns() as f64) / 1e9,
+        completed,
+        ops: b.ops_done(),
+        shootdowns: out.counters.applied.ops_applied,
+        fast_hit_ratio: if total > 0.0 { served / total } else { 0.0 },
+        migrations: [
+            get("migrations_4k"),
+            get("migrations_64k"),
+            get("migrations_2m"),
+        ],
+        raises: get("raises"),
+        lowers: get("lowers"),
+    })
+}
+
+/// The no-migration reference of an application: its work (operations in `T_ref`).
+pub fn reference(app: &App, quick: bool) -> Result<f64> {
+    let mut cfg = config(app, MAIN, None)?;
+    cfg.duration_s = reference_seconds(quick);
+    let m = measure(&cfg)?;
+    Ok(m.ops)
+}
+
+/// One scheme on one application in one setting, doing `work` operations.
+pub fn run_scheme(
+    app: &App,
+    setting: Setting,
+    scheme: &str,
+    work: f64,
+    quick: bool,
+) -> Result<Measured> {
+    let mut cfg = config(app, setting, Some(scheme))?;
+    cfg.stop_after_ops = Some(work);
+    cfg.duration_s = reference_seconds(quick) * 40.0;
+    measure(&cfg)
+}
+
+/// The applications a run covers (the sensitivity settings of a quick run take a subset:
+/// one per granularity class plus the phase-alternating one).
+fn sensitivity_apps(quick: bool) -> Option<&'static [&'static str]> {
+    quick.then_some(&["gups", "g500", "str", "lul", "cg", "can"][..])
+}
+
+pub fn run(quick: bool) -> Result<Value> {
+    let apps = apps()?;
+    let refs = parallel_map(apps.clone(), |a| {
+        reference(&a, quick).map(|w| (a.name.clone(), w))
+    });
+    let mut work = BTreeMap::new();
+    for r in refs {
+        let (n, w) = r?;
+        work.insert(n, w);
+    }
+    let mut jobs: Vec<(App, Setting, &'static str)> = Vec::new();
+    for a in &apps {
+        for s in SCHEMES {
+            jobs.push((a.clone(), MAIN, s));
+        }
+    }
+    let subset = sensitivity_apps(quick);
+    for setting in SENSITIVITY {
+        for a in &apps {
+            if a.control || subset.is_some_and(|s| !s.contains(&a.name.as_str())) {
+                continue;
+            }
+            for s in STATICS.iter().chain(["dynamic"].iter()) {
+                jobs.push((a.clone(), setting, s));
+            }
+        }
+    }
+    // Longest first (the big footprints), for an even spread over the threads.
+    jobs.sort_by(|a, b| {
+        let w = |j: &(App, Setting, &str)| j.0.scale * work[&j.0.name];
+        w(b).total_cmp(&w(a))
+    });
+    let t_ref = reference_seconds(quick);
+    let results = parallel_map(jobs, |(a, setting, scheme)| {
+        let w = work[&a.name];
+        run_scheme(&a, setting, scheme, w, quick).map(|m| (a, setting, scheme, m))
+    });
+    let mut rows = Vec::new();
+    for r in results {
+        let (a, setting, scheme, m) = r?;
+        rows.push(json!({
+            "setting": setting.label(),
+            "fast_mib": setting.fast_mib,
+            "latency_ratio": setting.latency_ratio,
+            "workload": a.name,
+            "label": a.label,
+            "control": a.control,
+            "scheme": scheme,
+            "runtime_norm": m.time_s / t_ref,
+            "shootdowns": m.shootdowns,
+            "fast_hit_ratio": m.fast_hit_ratio,
+            "migrations_4k": m.migrations[0],
+            "migrations_64k": m.migrations[1],
+            "migrations_2m": m.migrations[2],
+            "completed": m.completed,
+            "raises": m.raises,
+            "lowers": m.lowers,
+        }));
+    }
+    // Rows in a fixed order: setting (main first), workload (file order), scheme.
+    let order = |v: &Value| -> (usize, usize, usize) {
+        let s = std::iter::once(MAIN)
+            .chain(SENSITIVITY)
+            .position(|x| x.label() == v["setting"].as_str().unwrap_or(""))
+            .unwrap_or(99);
+        let w = apps
+            .iter()
+            .position(|a| a.name == v["workload"].as_str().unwrap_or(""))
+            .unwrap_or(99);
+        let k = SCHEMES
+            .iter()
+            .position(|x| *x == v["scheme"].as_str().unwrap_or(""))
+            .unwrap_or(99);
+        (s, w, k)
+    };
+    rows.sort_by_key(order);
+    let apps_meta: Vec<Value> = apps
+        .iter()
+        .map(|a| {
+            json!({"workload": a.name, "label": a.label, "rss": a.rss, "paper_best": a.paper_best,
+                   "control": a.control, "scale": a.scale, "work_ops": work[&a.name]})
+        })
+        .collect();
+    let checks = checks(&rows, &apps);
+    Ok(json!({
+        "experiment": "granularity-fig8",
+        "quick": quick,
+        "reference_s": t_ref,
+        "keys": ["setting", "workload", "scheme"],
+        "comparison": comparison(&checks),
+        "applications": apps_meta,
+        "checks": checks,
+        "rows": rows,
+    }))
+}
+
+/// The issue's criteria beside the paper's numbers and the measured ones (rows of the
+/// results page's "paper vs measured" table).
+pub fn comparison(checks: &Value) -> Vec<Value> {
+    let per: Vec<&Value> = checks["per_workload"]
+        .as_array()
+        .map(|v| v.iter().filter(|p| p["control"] != true).collect())
+        .unwrap_or_default();
+    let get = |w: &str, k: &str| -> f64 {
+        per.iter()
+            .find(|p| p["workload"] == w)
+            .map_or(f64::NAN, |p| num(&p[k]))
+    };
+    let pct = |x: f64| format!("{:+.1} %", 100.0 * x);
+    let mut out = Vec::new();
+    let matches: Vec<String> = per
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}{}",
+                p["workload"].as_str().unwrap_or("?"),
+                p["best_static"].as_str().unwrap_or("?"),
+                if p["matches_paper"] == true {
+                    ""
+                } else {
+                    " (paper: other)"
+                }
+            )
+        })
+        .collect();
+    let n_match = per.iter().filter(|p| p["matches_paper"] == true).count();
+    out.push(
+        json!({"criterion": "best static granularity = the paper's (Fig. 8)",
+        "paper": "4K: gups cg ft is xs; 64K: g500 mg ua mini; 2M: str can freq lul",
+        "target": "4K uniform-random, 64K clustered, 2M streaming",
+        "measured": format!("{n_match} of {}: {}", per.len(), matches.join(", ")),
+        "holds": n_match == per.len()}),
+    );
+    let lw = get("lul", "worst_over_best");
+    out.push(
+        json!({"criterion": "lulesh: worst static over best", "paper": "+23 %",
+        "target": ">= +15 %", "measured": pct(lw), "holds": lw >= 0.15}),
+    );
+    let worst = per
+        .iter()
+        .map(|p| num(&p["dynamic_over_best"]))
+        .fold(f64::NEG_INFINITY, f64::max);
+    out.push(
+        json!({"criterion": "dynamic over the best static, worst workload (Fig. 8)",
+        "paper": "close to or better than the best", "target": "<= +5 %", "measured": pct(worst),
+        "holds": worst <= 0.05}),
+    );
+    let g = get("g500", "dynamic_share_64k");
+    out.push(
+        json!({"criterion": "graph500: dynamic's migrations at 64 KiB (Fig. 11)", "paper": "> 95 %",
+        "target": ">= 90 %", "measured": format!("{:.1} %", 100.0 * g), "holds": g >= 0.9}),
+    );
+    let c = get("cg", "dynamic_share_4k");
+    out.push(
+        json!({"criterion": "cg: dynamic's migrations at 4 KiB (Fig. 11)", "paper": "~85 %",
+        "target": "-", "measured": format!("{:.1} %", 100.0 * c), "holds": Value::Null}),
+    );
+    let mean = num(&checks["speedup_vs_baseline_mean"]);
+    let max = num(&checks["speedup_vs_baseline_max"]);
+    out.push(
+        json!({"criterion": "dynamic's speedup over the baseline, mean (Fig. 8)", "paper": "11 %",
+        "target": "11 ± 5 %", "measured": pct(mean), "holds": (mean - 0.11).abs() <= 0.05}),
+    );
+    out.push(json!({"criterion": "dynamic's speedup over the baseline, largest (Fig. 8)", "paper": "36 %",
+        "target": ">= 25 %", "measured": pct(max), "holds": max >= 0.25}));
+    if let Some(sens) = checks["sensitivity"].as_array() {
+        for s in sens {
+            let x = num(&s["max_dynamic_over_best"]);
+            out.push(json!({
+                "criterion": format!("{}: dynamic over the best static, worst of {} workloads (Figs. 12-13)",
+                    s["setting"].as_str().unwrap_or("?"), s["workloads"]),
+                "paper": "close to or better than the best", "target": "<= +5 %",
+                "measured": pct(x), "holds": x <= 0.05}));
+        }
+    }
+    out
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+/// The issue's criteria evaluated on the rows (each with its measured value).
+pub fn checks(rows: &[Value], apps: &[App]) -> Value {
+    let find = |setting: &str, w: &str, s: &str| -> Option<&Value> {
+        rows.iter().find(|r| {
+            r["setting"].as_str() == Some(setting)
+                && r["workload"].as_str() == Some(w)
+                && r["scheme"].as_str() == Some(s)
+        })
+    };
+    let rt = |setting: &str, w: &str, s: &str| find(setting, w, s).map(|r| num(&r["runtime_norm"]));
+    let best_static = |setting: &str, w: &str| -> Option<(&'static str, f64, f64)> {
+        let v: Vec<(&'static str, f64)> = STATICS
+            .iter()
+            .filter_map(|s| rt(setting, w, s).map(|t| (*s, t)))
+            .collect();
+        let best = v.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1))?;
+        let worst = v.iter().map(|x| x.1).fold(f64::NAN, f64::max);
+        Some((best.0, best.1, worst))
+    };
+    let main = MAIN.label();
+    let mut per = Vec::new();
+    let mut speedups = Vec::new();
+    for a in apps {
+        let Some((best, best_t, worst_t)) = best_static(&main, &a.name) else {
+            continue;
+        };
+        let dynamic = rt(&main, &a.name, "dynamic").unwrap_or(f64::NAN);
+        let baseline = rt(&main, &a.name, "baseline").unwrap_or(f64::NAN);
+        let speedup = baseline / dynamic - 1.0;
+        if !a.control {
+            speedups.push(speedup);
+        }
+        let d = find(&main, &a.name, "dynamic");
+        let m = |k: &str| d.map_or(0.0, |r| num(&r[k]));
+        let total = m("migrations_4k") + m("migrations_64k") + m("migrations_2m");
+        per.push(json!({
+            "workload": a.name,
+            "control": a.control,
+            "paper_best": a.paper_best,
+            "best_static": best.trim_start_matches("static-"),
+            "matches_paper": best.trim_start_matches("static-") == a.paper_best,
+            "worst_over_best": worst_t / best_t - 1.0,
+            "dynamic_over_best": dynamic / best_t - 1.0,
+            "speedup_vs_baseline": speedup,
+            "dynamic_share_4k": m("migrations_4k") / total.max(1.0),
+            "dynamic_share_64k": m("migrations_64k") / total.max(1.0),
+            "dynamic_share_2m": m("migrations_2m") / total.max(1.0),
+        }));
+    }
+    let mut sens = Vec::new();
+    for s in SENSITIVITY {
+        let label = s.label();
+        let mut worst: f64 = f64::NEG_INFINITY;
+        let mut n = 0;
+        for a in apps.iter().filter(|a| !a.control) {
+            if let (Some((_, b, _)), Some(d)) =
+                (best_static(&label, &a.name), rt(&label, &a.name, "dynamic"))
+            {
+                worst = worst.max(d / b - 1.0);
+                n += 1;
+            }
+        }
+        sens.push(json!({"setting": label, "workloads": n, "max_dynamic_over_best": worst}));
+    }
+    let mean = speedups.iter().sum::<f64>() / speedups.len().max(1) as f64;
+    let max = speedups.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    json!({
+        "per_workload": per,
+        "speedup_vs_baseline_mean": mean,
+        "speedup_vs_baseline_max": max,
+        "sensitivity": sens,
+        "paper": {"speedup_max": 0.36, "speedup_mean": 0.11, "g500_dynamic_share_64k": 0.95,
+                  "cg_dynamic_share_4k": 0.85, "lulesh_worst_over_best": 0.23},
+    })
+}
