@@ -103,7 +103,8 @@ def _reproduce_task(job: tuple[str, bool]) -> dict[str, Any]:
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"tiermem-{name}-") as tmp:
         native_module().reproduce(name, tmp, quick)
-        files = {p.name: p.read_bytes() for p in sorted(Path(tmp).iterdir()) if p.is_file()}
+        root = Path(tmp)
+        files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
     return {"experiment": name, "files": files, "wall_s": time.monotonic() - start}
 
 
@@ -326,6 +327,7 @@ def _store(folder: Path, result: dict[str, Any], config: dict[str, Any], digest:
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     for name, data in result["files"].items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(data)
     summary = json.loads(result["files"]["summary.json"])
     run = {
@@ -344,7 +346,10 @@ def _store(folder: Path, result: dict[str, Any], config: dict[str, Any], digest:
         from .plots import KINDS, plot
 
         if result["experiment"] in KINDS:
-            plot(result["experiment"], folder)
+            try:
+                plot(result["experiment"], folder)
+            except Exception as e:  # noqa: BLE001 - the data is complete without the PNGs
+                print(f"tiermem: {result['experiment']}: plots skipped: {type(e).__name__}: {e}", file=sys.stderr)
     return {**run, "status": "ran"}
 
 

@@ -55,6 +55,8 @@ def test_reproduce_all_is_resumable(tmp_path):
     summary_path = out / "mercury-fig14" / "summary.json"
     summary = json.loads(summary_path.read_text())
     assert summary["run"]["config_hash"] == fig["config_hash"] and summary["rows"]
+    # The per-system time series the reproduction writes in subfolders are kept.
+    assert (out / "mercury-fig14" / "mercury" / "timeseries.csv").stat().st_size > 0
     stamp = summary_path.stat().st_mtime_ns
     again = tiermem_cli("reproduce", "all", "--quick", "--only", "mercury-fig14", "--no-plots", "--out", str(out))
     assert again.returncode == 0, again.stderr
