@@ -5,6 +5,7 @@ Needs the native module and Ray (both installed by `make setup`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -20,6 +21,7 @@ import ray
 import ray.cloudpickle
 
 import tiermem
+from conftest import skip_e2e
 from tiermem import engine, sweeps
 from tiermem.config import resolve
 
@@ -117,3 +119,22 @@ def test_killed_worker_task_is_retried_and_reported(cluster, tmp_path):
     for row in (*rows, *expected):
         del row["wall_time_s"]  # a timing, not a result
     assert rows == expected
+
+
+@pytest.mark.skipif(skip_e2e(), reason="TIERMEM_SKIP_E2E=1")
+def test_reproduce_all_on_ray_matches_local(cluster, tmp_path):
+    """Heavy: a whole reproduction, on Ray and locally (16 s here under load)."""
+    from tiermem import api, workbench
+
+    index = workbench.reproduce_all(tmp_path / "ray", quick=True, only=["mercury-fig14"], address=cluster,
+                                    plots=False, progress=False)
+    assert index["backend"] == "ray"
+    assert [(f["experiment"], f["status"]) for f in index["figures"]] == [("mercury-fig14", "ran")]
+    on_ray = json.loads((tmp_path / "ray" / "mercury-fig14" / "summary.json").read_text())
+    local = api.reproduce("mercury-fig14", tmp_path / "local", quick=True, plots=False)
+    assert on_ray["rows"] == local["rows"] and on_ray["rows"]
+    # Every data file came back from the worker, subfolders included (per-system series).
+    def files(d):
+        return sorted(p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file())
+    assert files(tmp_path / "ray" / "mercury-fig14") == files(tmp_path / "local")
+    assert "mercury/timeseries.csv" in files(tmp_path / "local")
