@@ -159,8 +159,11 @@ def claims_section(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
         return []
     verdicts = [(c, *evaluate(c, summaries.get(c.experiment))) for c in claims]
     passed = sum(1 for _, _, ok in verdicts if ok)
+    unmeasured = sum(1 for _, m, _ in verdicts if m != m)
     lines = ["## Claims", "",
-             f"{passed} of {len(verdicts)} claims pass. Each row: the paper's number, tiermem's number from the",
+             f"{passed} of {len(verdicts)} claims pass ({unmeasured} not measured: the experiment has not run, or its",
+             "run (e.g. `--quick`) leaves out the rows the claim reads).",
+             "Each row: the paper's number, tiermem's number from the",
              "experiment's `summary.json`, the tolerance (`tiermem.claims`: fixed per kind of number,",
              "never per claim) and the verdict. A failing row is a measured disagreement with the paper;",
              "docs/simulator.md says why where the model is known to differ.", ""]
@@ -171,11 +174,12 @@ def claims_section(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
             if c.paper != paper:
                 continue
             summary = summaries.get(c.experiment)
-            shown: Any = measured if summary is not None else "not run"
+            measured_ok = summary is not None and measured == measured
+            shown = f"{_fmt(measured)}{c.unit}" if measured_ok else "not run" if summary is None else "not in this run"
             quick = " (quick)" if summary is not None and summary.get("quick") else ""
-            rows.append([c.experiment + quick, c.text, f"{_fmt(c.paper_value)}{c.unit}",
-                         f"{_fmt(shown)}{c.unit if summary is not None and measured == measured else ''}",
-                         c.tolerance_text(), "pass" if ok else "FAIL"])
+            verdict = "pass" if ok else "FAIL" if measured_ok else "not measured"
+            rows.append([c.experiment + quick, c.text, f"{_fmt(c.paper_value)}{c.unit}", shown,
+                         c.tolerance_text(), verdict])
         n_ok = sum(1 for r in rows if r[-1] == "pass")
         lines += [f"### {paper}: {n_ok} of {len(rows)} pass", ""]
         lines += _table(["figure", "claim", "paper", "tiermem", "tolerance", "verdict"], rows)

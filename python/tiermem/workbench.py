@@ -60,10 +60,10 @@ def code_version() -> str:
     commit that changes neither keeps every result valid), ``+dirty`` when either has
     uncommitted changes; the package version outside a git checkout."""
     try:
-        trees = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD:crates", "HEAD:experiments"],
+        trees = [t[:12] for t in subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD:crates", "HEAD:experiments"],
             capture_output=True, text=True, check=True,
-        ).stdout.split()
+        ).stdout.split()]
         dirty = subprocess.run(
             ["git", "-C", str(ROOT), "status", "--porcelain", "--", "crates", "experiments"],
             capture_output=True, text=True, check=True,

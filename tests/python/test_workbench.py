@@ -34,6 +34,14 @@ def test_experiments_come_from_the_native_list():
     assert {workbench.paper_of(n) for n in names} >= {"colloid", "mercury"}
 
 
+def test_code_version_names_the_simulator_sources():
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    trees, _, _dirty = workbench.code_version().partition("+")
+    crates, experiments = trees.split("-")
+    assert len(crates) == 12 and len(experiments) == 12 and int(crates, 16) >= 0
+
+
 def test_config_hash_follows_the_config():
     a = workbench.figure_config("colloid-fig1", quick=True, version="v1")
     assert a["base_configs"], "the Colloid base config is read from experiments/colloid/"

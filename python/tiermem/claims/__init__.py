@@ -7,7 +7,8 @@ where it states it, and how to read tiermem's counterpart from a reproduction's
 added by adding its module, with no list to edit.
 
 Tolerances are fixed per kind of number, never per claim to make it pass: ``RATIO_TOL``
-for speedups, ratios and latencies, ``TIME_TOL`` for the timescales papers give as "~N s".
+for speedups, ratios (of the effect: the distance from 1) and latencies, ``TIME_TOL`` for
+the timescales papers give as "~N s", bounds as stated.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ TIME_TOL = 0.5
 BOUND_TOL = 0.0
 
 #: How a measured number is compared with the paper's: ``approx`` within the tolerance
-#: either way; ``at_least`` / ``at_most`` a bound the paper states ("within 3 % of").
-KINDS = ("approx", "at_least", "at_most")
+#: (relative to the paper's number) either way; ``ratio`` for speedups and other ratios,
+#: within the tolerance relative to the paper's distance from 1 (a 1.15× claim is a 15 %
+#: effect: 1.0× must not pass it); ``at_least`` / ``at_most`` a bound the paper states
+#: ("within 3 % of").
+KINDS = ("ratio", "approx", "at_least", "at_most")
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class Claim:
     measure: Callable[[Mapping[str, Any]], float]
     unit: str = "×"
     tolerance: float = RATIO_TOL
-    kind: str = "approx"
+    kind: str = "ratio"
 
     def passes(self, measured: float) -> bool:
         if measured != measured:  # NaN: the reproduction lacks the rows
@@ -51,11 +55,14 @@ class Claim:
             return measured >= self.paper_value * (1 - self.tolerance)
         if self.kind == "at_most":
             return measured <= self.paper_value * (1 + self.tolerance)
+        if self.kind == "ratio":
+            return abs(measured - self.paper_value) <= self.tolerance * abs(self.paper_value - 1)
         return abs(measured - self.paper_value) <= self.tolerance * abs(self.paper_value)
 
     def tolerance_text(self) -> str:
         pct = f"{self.tolerance * 100:.0f} %"
-        return {"approx": f"± {pct}", "at_least": f"≥ paper − {pct}", "at_most": f"≤ paper + {pct}"}[self.kind]
+        return {"ratio": f"± {pct} of (paper − 1)", "approx": f"± {pct}", "at_least": f"≥ paper − {pct}",
+                "at_most": f"≤ paper + {pct}"}[self.kind]
 
 
 def all_claims() -> list[Claim]:
