@@ -419,10 +419,15 @@ def run_sweep_file(path: str | Path, out: str | Path, address: str | None = None
         check_ray_address(address)
 
     def report(done: int, total: int) -> None:
-        if progress:
-            end = "\n" if done == total or not sys.stderr.isatty() else ""
+        if not progress:
+            return
+        if sys.stderr.isatty():
+            end = "\n" if done == total else ""
             sys.stderr.write(f"\rtiermem: sweep {Progress.bar(done / total)} {done}/{total} points{end}")
-            sys.stderr.flush()
+        elif done == total or done * 10 // total != (done - 1) * 10 // total:
+            # A log, not a terminal: a line per tenth of the points.
+            sys.stderr.write(f"tiermem: sweep {Progress.bar(done / total)} {done}/{total} points\n")
+        sys.stderr.flush()
 
     frame = sweep(base, grid, jobs=jobs, backend="ray" if address else "local", address=address, on_point=report)
     for r in frame.attrs.get("retried", []):
