@@ -32,7 +32,7 @@ NATIVE_STAMP := $(VENV)/.tiermem-native.stamp
 # What the native module is built from (any crate: tiermem-py's dependencies may grow).
 RUST_INPUTS  := Cargo.toml Cargo.lock pyproject.toml $(shell find crates -name '*.rs' -o -name Cargo.toml 2>/dev/null)
 
-.PHONY: help setup apt-deps venv build native demo test test-fast test-rust test-python lint bench docs-results lock clean-venv
+.PHONY: help setup setup-ray apt-deps venv build native demo reproduce-all test test-fast test-rust test-python lint bench docs-results lock clean-venv
 
 help:
 	@echo "make demo          set up, then reproduce colloid-fig1 (quick) and run the runtime demo"
@@ -42,6 +42,8 @@ help:
 	@echo "make setup         apt packages, .venv with pinned deps, release build, Python extension"
 	@echo "make bench         run scripts/bench.sh (bench/*/run.sh + timed reproductions)"
 	@echo "make docs-results  regenerate docs/results.md from $(OUT)/**/summary.json and bench/runtime/results.md"
+	@echo "make reproduce-all every paper's figures (QUICK=1 for the quick suite) into $(OUT)/, then docs-results"
+	@echo "make setup-ray     make sure the venv has Ray (the dev lock pins it; tiermem[ray] for users)"
 
 # ---- setup ---------------------------------------------------------------------------
 
@@ -70,6 +72,12 @@ $(NATIVE_STAMP): $(VENV_STAMP) $(RUST_INPUTS)
 	    $(VENV)/bin/maturin develop --release --quiet
 	$(PY) -c "import tiermem, tiermem._native"
 	@touch $@
+
+# The Ray backend of sweeps and `reproduce all --ray`: pinned in requirements-dev.txt (so
+# `make setup` installs it); users of the package get it with `pip install tiermem[ray]`.
+setup-ray: venv
+	@$(PY) -c "import ray" 2>/dev/null || $(PY) -m pip install --disable-pip-version-check -q "$$(grep '^ray==' requirements-dev.txt)"
+	@$(PY) -c "import ray; print('setup-ray: ray', ray.__version__)"
 
 # ---- demo ----------------------------------------------------------------------------
 
@@ -118,6 +126,12 @@ test-python: setup
 
 bench: setup
 	bash scripts/bench.sh $(BENCH)
+
+# Every paper's figures (resumable: a figure whose summary.json matches its config hash is
+# reused), then the results page. RAY=HOST:PORT spreads the figures over a Ray cluster.
+reproduce-all: setup
+	$(BIN) reproduce all $(if $(QUICK),--quick) $(if $(RAY),--ray $(RAY)) --out $(OUT)
+	$(MAKE) --no-print-directory docs-results
 
 # out/bench holds `make bench` runs: timings, not results.
 docs-results: venv

@@ -35,3 +35,11 @@ def reproduce(experiment: str, out_dir: str, quick: bool = False) -> str:
     Writes the experiment's data files and ``summary.json`` there and returns the summary
     as JSON text. Plots are drawn by :mod:`tiermem.plots`, not here.
     """
+
+def experiments() -> list[str]:
+    """The experiment names :func:`reproduce` accepts, in the order ``tiermem reproduce``
+    lists them (``tiermem_sim::reproduce::EXPERIMENTS``)."""
+
+def check_config(toml_text: str, origin: str) -> None:
+    """Parse and validate a simulation config without running it (the checks of
+    :func:`simulate`); raises :class:`tiermem.ConfigError` naming the field."""

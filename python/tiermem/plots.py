@@ -47,6 +47,9 @@ __all__ = [
 DPI = 100
 #: Size of a one-panel figure (800 x 450 px).
 SINGLE = (8.0, 4.5)
+#: Colour cycle of every axis: Okabe & Ito's palette, distinguishable under the common
+#: colour-vision deficiencies (Okabe & Ito, "Color Universal Design", 2008).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 
 PlotFn = Callable[[Path], list[Path]]
 #: Registered plot kinds: name -> function(DIR) -> written PNG paths.
@@ -83,6 +86,8 @@ def new_figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = SINGL
     """A figure of ``size`` inches with an (nrows x ncols) array of axes."""
     fig = Figure(figsize=size, dpi=DPI, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
+    for ax in axes.flat:
+        ax.set_prop_cycle(color=PALETTE)
     return fig, axes
 
 
@@ -344,7 +349,7 @@ def plot_timeseries(directory: Path) -> list[Path]:
             ax.set_title(title)
         if has_mig:
             ax2 = axes[1, 0]
-            ax2.plot(t, ts["migrated_bytes_per_s"] / 1e6, color="tab:red")
+            ax2.plot(t, ts["migrated_bytes_per_s"] / 1e6, color=PALETTE[3])
             ax2.set_ylabel("migration (MB/s)")
             ax2.grid(alpha=0.3)
         axes[-1, 0].set_xlabel("time (s)")
@@ -366,7 +371,7 @@ def plot_timeseries(directory: Path) -> list[Path]:
         ax = axes[0, 0]
         for what, style in (("read_bytes_per_s", "-"), ("write_bytes_per_s", "--")):
             for i, col in sorted(tiers.get(what, {}).items()):
-                ax.plot(t, ts[col] / 1e9, style, color=f"C{i % 10}", label=f"{tier_label(i)} {what.split('_')[0]}")
+                ax.plot(t, ts[col] / 1e9, style, color=PALETTE[i % len(PALETTE)], label=f"{tier_label(i)} {what.split('_')[0]}")
         ax.set_ylabel("bandwidth (GB/s)")
         ax.set_xlabel("time (s)")
         ax.grid(alpha=0.3)

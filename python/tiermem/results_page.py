@@ -2,7 +2,9 @@
 
     python -m tiermem.results_page OUT_ROOT docs/results.md [--no-copy] [--exclude DIR]...
 
-Every ``summary.json`` under OUT_ROOT becomes one section: the experiment name as heading,
+The page opens with each paper's claims (:mod:`tiermem.claims`): one row per claim with
+the paper's number, tiermem's (from the experiment's summary.json), the tolerance and
+pass/fail. Then every ``summary.json`` under OUT_ROOT becomes one section: the experiment name as heading,
 its scalar settings as a list, its ``rows`` as a table (or, for a plain ``tiermem sim``
 summary, its flattened fields as a two-column table), and the PNGs beside it. By default
 the PNGs are copied next to the page (``docs/results/<experiment>/``) so the page stands on
@@ -20,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build", "find_summaries", "render_section", "main"]
+__all__ = ["build", "find_summaries", "render_section", "claims_section", "main"]
 
 
 def _fmt(v: Any) -> str:
@@ -130,6 +132,13 @@ def render_section(summary: Mapping[str, Any], name: str, images: Sequence[str])
     return lines
 
 
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
 def _experiment_of(path: Path) -> str:
     try:
         summary = json.loads(path.read_text())
@@ -145,6 +154,44 @@ def find_summaries(out_root: Path, exclude: Sequence[str] = ()) -> list[Path]:
         return []
     found = [p for p in out_root.rglob("summary.json") if p.relative_to(out_root).parts[0] not in exclude]
     return sorted(found, key=lambda p: (_experiment_of(p), p.parent.name != _experiment_of(p), str(p)))
+
+
+def claims_section(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Markdown lines: per paper, a table of its claims against ``summaries`` (experiment
+    name -> summary); a claim whose experiment has not run shows "not run" and fails."""
+    from .claims import all_claims, evaluate
+
+    claims = all_claims()
+    if not claims:
+        return []
+    verdicts = [(c, *evaluate(c, summaries.get(c.experiment))) for c in claims]
+    passed = sum(1 for _, _, ok in verdicts if ok)
+    unmeasured = sum(1 for _, m, _ in verdicts if m != m)
+    lines = ["## Claims", "",
+             f"{passed} of {len(verdicts)} claims pass ({unmeasured} not measured: the experiment has not run, or its",
+             "run (e.g. `--quick`) leaves out the rows the claim reads).",
+             "Each row: the paper's number, tiermem's number from the",
+             "experiment's `summary.json`, the tolerance (`tiermem.claims`: fixed per kind of number,",
+             "never per claim) and the verdict. A failing row is a measured disagreement with the paper;",
+             "docs/simulator.md says why where the model is known to differ.", ""]
+    papers = list(dict.fromkeys(c.paper for c in claims))
+    for paper in papers:
+        rows = []
+        for c, measured, ok in verdicts:
+            if c.paper != paper:
+                continue
+            summary = summaries.get(c.experiment)
+            measured_ok = summary is not None and measured == measured
+            shown = f"{_fmt(measured)}{c.unit}" if measured_ok else "not run" if summary is None else "not in this run"
+            quick = " (quick)" if summary is not None and summary.get("quick") else ""
+            verdict = "pass" if ok else "FAIL" if measured_ok else "not measured"
+            rows.append([c.experiment + quick, c.text, f"{_fmt(c.paper_value)}{c.unit}", shown,
+                         c.tolerance_text(), verdict])
+        n_ok = sum(1 for r in rows if r[-1] == "pass")
+        lines += [f"### {paper}: {n_ok} of {len(rows)} pass", ""]
+        lines += _table(["figure", "claim", "paper", "tiermem", "tolerance", "verdict"], rows)
+        lines.append("")
+    return lines
 
 
 def bench_section(path: Path) -> list[str]:
@@ -184,6 +231,13 @@ def build(
     if not summaries:
         lines += [f"No results yet: no summary.json under `{out_root}`.", ""]
     page.parent.mkdir(parents=True, exist_ok=True)
+    by_experiment: dict[str, Mapping[str, Any]] = {}
+    for path in summaries:
+        summary = _read_json(path)
+        if isinstance(summary, dict) and summary.get("experiment"):
+            # find_summaries puts the folder named like the experiment first.
+            by_experiment.setdefault(str(summary["experiment"]), summary)
+    lines += claims_section(by_experiment)
     used_names: set[str] = set()
     for path in summaries:
         try:

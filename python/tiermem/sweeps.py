@@ -3,14 +3,16 @@ of a base config."""
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from .config import ConfigLike, override_text, resolve
+from .engine import run_tasks
+from .errors import ConfigError
 
 __all__ = ["sweep", "grid_points"]
 
@@ -51,7 +53,14 @@ def _run_point(base: str, point: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def sweep(base_config: ConfigLike, grid: Mapping[str, Sequence[Any]], jobs: int = 1) -> pd.DataFrame:
+def sweep(
+    base_config: ConfigLike,
+    grid: Mapping[str, Sequence[Any]],
+    jobs: int = 1,
+    backend: str = "local",
+    address: str | None = None,
+    on_point: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
     """Simulate ``base_config`` (a path, TOML text or a dict) at every point of ``grid``
     and tabulate the summaries.
 
@@ -59,26 +68,52 @@ def sweep(base_config: ConfigLike, grid: Mapping[str, Sequence[Any]], jobs: int 
     dots for tables, ``[i]`` for array elements, as in :func:`tiermem.apply_overrides`)
     to lists of values. The result has one row per point: the grid's columns (named by
     their paths) followed by the summary, flattened with dotted column names.
-    ``jobs > 1`` runs points in that many processes (the native call releases the GIL,
-    but processes also keep Python-side work parallel).
+
+    ``backend="local"`` (the default, no Ray needed) runs the points in this process, or
+    in ``jobs`` processes (the native call releases the GIL, but processes also keep
+    Python-side work parallel). ``backend="ray"`` runs each point as a task on the Ray
+    cluster at ``address`` (``"HOST:PORT"``; ``None`` starts a local instance; an existing
+    ``ray.init`` is reused); each worker runs the Rust simulator through the bindings.
+    Every point's config is validated before any runs (a :class:`tiermem.ConfigError`
+    names the field). A failed point is retried once; one that fails twice raises
+    :class:`tiermem.engine.TasksFailedError` naming it. ``df.attrs["retried"]`` lists the
+    points that needed the retry (``{"point", "error"}``). ``on_point(done, total)`` is
+    called as points finish.
     """
+    if not grid:
+        raise ConfigError("field `grid`: empty; give at least one override path with a list of values")
+    for path, values in grid.items():
+        if not isinstance(values, (str, bytes, Mapping)) and hasattr(values, "__len__") and len(values) == 0:
+            raise ConfigError(f"field `grid.{path}`: empty list; give at least one value")
     points = grid_points(grid)
     text, origin = resolve(base_config)
+    # Through api.native(), like _run_point, so that both see the same module.
+    from . import api
+
+    check = api.native().check_config
     for p in points:
         # A bad path or value fails here, naming it, before any point runs.
-        override_text(text, origin, p)
-    if jobs <= 1 or len(points) <= 1:
-        rows = [_run_point(text, p) for p in points]
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            rows = list(pool.map(_run_point, itertools.repeat(text), points))
+        check(override_text(text, origin, p), f"<dict: {origin} with overrides>")
+    finished = 0
+
+    def progress(_i: int, _row: Any) -> None:
+        nonlocal finished
+        finished += 1
+        if on_point is not None:
+            on_point(finished, len(points))
+
+    rows, report = run_tasks(
+        functools.partial(_run_point, text), points, backend=backend, address=address, jobs=jobs, on_result=progress
+    )
     table = []
     for point, row in zip(points, rows, strict=True):
         merged = dict(point)
         for k, v in row.items():
             merged.setdefault(k, v)
         table.append(merged)
-    return pd.DataFrame(table, columns=_column_order(grid, rows))
+    frame = pd.DataFrame(table, columns=_column_order(grid, rows))
+    frame.attrs["retried"] = [{"point": f.item, "error": f.error} for f in report.retried]
+    return frame
 
 
 def _column_order(grid: Mapping[str, Any], rows: list[dict[str, Any]]) -> list[str]:

@@ -5,7 +5,7 @@
 //! `--dram-budget`/`--codec`/`--allocator`). Nothing runs and no program is launched. No
 //! input may panic; every error is one line of an exit-2 kind.
 
-use crate::{runtime_cmd, sim_cmd, trace_cmd, Cli, Command};
+use crate::{runtime_cmd, sim_cmd, trace_cmd, workbench_cmd, Cli, Command};
 use clap::{CommandFactory, Parser};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use tiermem_core::Error;
@@ -52,6 +52,7 @@ fn pre_flight(cli: Cli, argv: &[String]) {
         ) => trace_cmd::page_bytes(&page_size).map(|_| ()),
         Command::Reproduce(a) => sim_cmd::check_out_dir(&a.out),
         Command::Stat(_) | Command::Budget(_) | Command::Policies(_) => Ok(()),
+        Command::Sweep(a) => workbench_cmd::check_sweep_args(&a),
     };
     if let Err(e) = r {
         check_err(&e, argv);

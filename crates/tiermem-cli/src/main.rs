@@ -6,6 +6,7 @@ mod policies_cmd;
 mod runtime_cmd;
 mod sim_cmd;
 mod trace_cmd;
+mod workbench_cmd;
 
 use clap::{Parser, Subcommand};
 use tiermem_core::Error;
@@ -25,7 +26,7 @@ struct Cli {
 enum Command {
     /// Simulate one config: writes summary.json, timeseries.csv and plots to --out.
     Sim(sim_cmd::SimArgs),
-    /// Reproduce a paper figure (colloid-fig1, ...).
+    /// Reproduce a paper figure (colloid-fig1, ...), or `all` of them.
     Reproduce(sim_cmd::ReproduceArgs),
     /// List the placement policies (`policy = "NAME"`), or print one's defaults.
     Policies(policies_cmd::PoliciesArgs),
@@ -38,6 +39,8 @@ enum Command {
     Stat(runtime_cmd::StatArgs),
     /// Change the DRAM budget of a program running under `tiermem run`.
     Budget(runtime_cmd::BudgetArgs),
+    /// Run a sweep file (base config x grid x seeds) locally or on Ray; writes Parquet.
+    Sweep(workbench_cmd::SweepArgs),
 }
 
 fn main() {
@@ -51,12 +54,13 @@ fn main() {
     };
     let result: Result<i32, Error> = match cli.command {
         Command::Sim(a) => sim_cmd::sim(a).map(|_| 0),
-        Command::Reproduce(a) => sim_cmd::reproduce(a).map(|_| 0),
+        Command::Reproduce(a) => sim_cmd::reproduce(a),
         Command::Policies(a) => policies_cmd::policies(a).map(|_| 0),
         Command::Trace(c) => trace_cmd::trace(c).map(|_| 0),
         Command::Run(a) => runtime_cmd::run(a),
         Command::Stat(a) => runtime_cmd::stat(a).map(|_| 0),
         Command::Budget(a) => runtime_cmd::budget(a).map(|_| 0),
+        Command::Sweep(a) => workbench_cmd::sweep(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -25,7 +25,8 @@ pub struct SimArgs {
 
 #[derive(Args)]
 pub struct ReproduceArgs {
-    /// Experiment name (colloid-fig1, ...).
+    /// Experiment name (colloid-fig1, ...), or `all`: every experiment into OUT/NAME/,
+    /// resumable, with OUT/index.json.
     pub experiment: String,
     #[arg(long)]
     pub out: PathBuf,
@@ -34,6 +35,16 @@ pub struct ReproduceArgs {
     pub quick: bool,
     #[arg(long)]
     pub no_plots: bool,
+    /// With `all`: only this paper's experiments (colloid, mercury, ...) or this experiment
+    /// (repeatable).
+    #[arg(long, value_name = "PAPER")]
+    pub only: Vec<String>,
+    /// With `all`: run the experiments on the Ray cluster at ADDRESS (host:port).
+    #[arg(long, value_name = "ADDRESS")]
+    pub ray: Option<String>,
+    /// With `all`: rerun experiments whose summary.json already matches their config hash.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `--out` must be a directory or a path where one can be made: checked before any work
@@ -125,13 +136,27 @@ pub fn sim(a: SimArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn reproduce(a: ReproduceArgs) -> Result<()> {
+pub fn reproduce(a: ReproduceArgs) -> Result<i32> {
+    if a.experiment == "all" {
+        return crate::workbench_cmd::reproduce_all(a);
+    }
     if !EXPERIMENTS.contains(&a.experiment.as_str()) {
         return Err(Error::usage(format!(
-            "unknown experiment `{}`; available: {}",
+            "unknown experiment `{}`; available: all, {}",
             a.experiment,
             EXPERIMENTS.join(", ")
         )));
+    }
+    for (flag, given) in [
+        ("--only", !a.only.is_empty()),
+        ("--ray", a.ray.is_some()),
+        ("--force", a.force),
+    ] {
+        if given {
+            return Err(Error::usage(format!(
+                "{flag} applies to `tiermem reproduce all`, not to one experiment; drop it or use `all`"
+            )));
+        }
     }
     check_out_dir(&a.out)?;
     let start = std::time::Instant::now();
@@ -145,7 +170,7 @@ pub fn reproduce(a: ReproduceArgs) -> Result<()> {
         a.out.display(),
         start.elapsed().as_secs_f64()
     );
-    Ok(())
+    Ok(0)
 }
 
 fn num(v: &Value) -> f64 {
@@ -208,8 +233,7 @@ fn print_rows(summary: &Value) {
 /// Draw PNGs with the Python front (matplotlib). Plots are optional: without Python the
 /// data files are still complete, and we say how to get the plots.
 fn plot(kind: &str, dir: &Path) {
-    let python = std::env::var("TIERMEM_PYTHON")
-        .unwrap_or_else(|_| project_python().unwrap_or_else(|| "python3".into()));
+    let python = front_python();
     let status = std::process::Command::new(&python)
         .args(["-m", "tiermem.plots", kind])
         .arg(dir)
@@ -220,6 +244,13 @@ fn plot(kind: &str, dir: &Path) {
             "tiermem: plots skipped: `{python} -m tiermem.plots` failed; run `make setup` and set TIERMEM_PYTHON=.venv/bin/python"
         ),
     }
+}
+
+/// The Python that runs the `tiermem` package: `$TIERMEM_PYTHON`, else the checkout's
+/// venv, else `python3`.
+pub fn front_python() -> String {
+    std::env::var("TIERMEM_PYTHON")
+        .unwrap_or_else(|_| project_python().unwrap_or_else(|| "python3".into()))
 }
 
 /// The project's venv Python when the binary runs from a checkout (`target/release/tiermem`

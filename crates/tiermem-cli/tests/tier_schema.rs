@@ -261,6 +261,14 @@ fn old_spellings_are_errors_that_name_the_new_field() {
     }
 }
 
+/// A `tiermem sweep` file (a base config plus a top-level `[grid]`), not a simulation
+/// config; tests/python/test_workbench.py checks those.
+fn is_sweep_file(p: &Path) -> bool {
+    let text = std::fs::read_to_string(p).unwrap();
+    text.parse::<toml::Table>()
+        .is_ok_and(|t| t.contains_key("grid"))
+}
+
 fn shipped_sim_configs() -> Vec<PathBuf> {
     let mut out = vec![];
     fn walk(d: &Path, out: &mut Vec<PathBuf>) {
@@ -269,6 +277,7 @@ fn shipped_sim_configs() -> Vec<PathBuf> {
             if p.is_dir() {
                 walk(&p, out);
             } else if p.extension().is_some_and(|x| x == "toml")
+                && !is_sweep_file(&p)
                 // An experiment's list of applications (experiments/ics18/workloads.toml:
                 // `[[app]]` entries a reproduction turns into configs) is not a config.
                 && p.file_name().is_some_and(|n| n != "workloads.toml")

@@ -68,6 +68,21 @@ fn reproduce(py: Python<'_>, experiment: String, out_dir: String, quick: bool) -
     Ok(summary.to_string())
 }
 
+/// The paper experiments `reproduce` knows, in the CLI's order
+/// (`tiermem_sim::reproduce::EXPERIMENTS`, the one list `tiermem reproduce` uses).
+#[pyfunction]
+fn experiments() -> Vec<&'static str> {
+    tiermem_sim::reproduce::EXPERIMENTS.to_vec()
+}
+
+/// Parse and validate the config in `toml_text` (from `origin`) without simulating it:
+/// the same checks as `simulate`, so a sweep can reject a bad point before any point runs.
+#[pyfunction]
+fn check_config(py: Python<'_>, toml_text: String, origin: String) -> PyResult<()> {
+    py.detach(move || tiermem_sim::config::SimConfig::from_toml(&toml_text, &origin).map(|_| ()))
+        .map_err(|e| to_py_err(py, e))
+}
+
 /// A Python value as a TOML value (bool, int, float, str, list/tuple, dict with str keys,
 /// numpy scalars through `.item()`); `path` names the override in the error otherwise.
 fn to_toml(value: &Bound<'_, PyAny>, path: &str) -> Result<toml::Value, Error> {
@@ -161,6 +176,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce, m)?)?;
     m.add_function(wrap_pyfunction!(apply_overrides, m)?)?;
+    m.add_function(wrap_pyfunction!(experiments, m)?)?;
+    m.add_function(wrap_pyfunction!(check_config, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
