@@ -4,6 +4,7 @@
 
 pub mod backend;
 pub mod compressed;
+pub mod flat_memory;
 pub mod config;
 pub mod latency;
 pub mod machine;
