@@ -85,7 +85,7 @@ pub struct VmMemory {
 
 /// Per-VM misses and accesses of the hardware-tiered node for given per-VM access rates
 /// (lines/s), by the pair shortcut. `slots` is the node's local size `L` in pages.
-pub fn node_misses(slots: usize, vms: &[VmMemory], access_rate: &[f64]) -> Vec<f64> {
+pub fn node_misses(slots: usize, vms: &[&VmMemory], access_rate: &[f64]) -> Vec<f64> {
     // Per frame: its rate, pattern and owner (every frame holds at most one page).
     let mut rate = vec![0.0; 2 * slots];
     let mut pattern = vec![Pattern::Random; 2 * slots];
@@ -351,7 +351,7 @@ impl FlatMachine {
                 .collect();
             let misses = match backing {
                 Backing::Tiered => {
-                    let mem: Vec<VmMemory> = vms.iter().map(|v| v.memory.clone()).collect();
+                    let mem: Vec<&VmMemory> = vms.iter().map(|v| &v.memory).collect();
                     node_misses(self.slots, &mem, &access)
                 }
                 _ => vec![0.0; vms.len()],

@@ -19,6 +19,8 @@ pub const EXPERIMENTS: &[&str] = &[
     "mercury-fig13",
     "mercury-fig14",
     "mercury-fig16",
+    "memstrata-fig5",
+    "memstrata-fig6",
 ];
 
 /// The GUPS setup of Colloid §2.1 (base for every Colloid figure).
@@ -38,6 +40,8 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
         "mercury-fig13" => crate::reproduce_mercury::fig13(quick, out)?,
         "mercury-fig14" => crate::reproduce_mercury::fig14(quick, out)?,
         "mercury-fig16" => crate::reproduce_mercury::fig16(quick, out)?,
+        "memstrata-fig5" => crate::reproduce_memstrata::fig5(quick)?,
+        "memstrata-fig6" => crate::reproduce_memstrata::fig6(quick)?,
         other => {
             return Err(Error::usage(format!(
                 "unknown experiment `{other}`; available: {}",

@@ -33,7 +33,8 @@ fn both(vms: &[VmMemory], rates: &[f64], seed: u64) -> Vec<(f64, f64)> {
         lines_per_page: LINES,
     }
     .run(vms, rates, 600_000, seed);
-    let pair = node_misses(SLOTS, vms, rates);
+    let refs: Vec<&VmMemory> = vms.iter().collect();
+    let pair = node_misses(SLOTS, &refs, rates);
     (0..vms.len())
         .map(|v| {
             let lr = line.misses[v] as f64 / line.accesses[v].max(1) as f64;
@@ -305,5 +306,85 @@ fn a_noisy_neighbour_only_hurts_when_it_shares_slots() {
     assert!(
         conflicting_slowdown > 0.10,
         "conflicting {conflicting_slowdown}"
+    );
+}
+
+#[test]
+fn the_population_is_calibrated_to_the_published_cxl_only_ranges() {
+    use tiermem_sim::memstrata::{alone, calibrate, paper_machine, population, CATEGORIES};
+    let pop = population(15);
+    assert_eq!(pop.len(), 115);
+    let m = paper_machine(128);
+    for c in CATEGORIES {
+        let members: Vec<_> = pop.iter().filter(|w| w.category == c.name).collect();
+        assert_eq!(members.len(), c.count);
+        assert!(members
+            .iter()
+            .all(|w| w.cxl_slowdown_target <= c.max_cxl_slowdown));
+        // The most sensitive member of each category, solved, lands on its target.
+        let mut w = (*members
+            .iter()
+            .max_by(|a, b| a.cxl_slowdown_target.total_cmp(&b.cxl_slowdown_target))
+            .unwrap())
+        .clone();
+        calibrate(&m, &mut w).unwrap();
+        let local = alone(&m, &w, Backing::AllLocal, 0.0, 1).unwrap().0;
+        let cxl = alone(&m, &w, Backing::CxlOnly, 0.0, 1).unwrap().0;
+        let s = local / cxl - 1.0;
+        assert!(
+            (s - w.cxl_slowdown_target).abs() < 1e-3,
+            "{}: CXL-only slowdown {s} vs target {}",
+            w.name,
+            w.cxl_slowdown_target
+        );
+    }
+}
+
+/// Fig. 5 end to end (about 15 s on 2 cores): CXL-only < hardware-only < mixed in the
+/// share of workloads within 5 % of all-local. Skipped with TIERMEM_SKIP_E2E=1.
+#[test]
+fn fig5_orders_cxl_only_below_hardware_tiering_below_mixed() {
+    if std::env::var_os("TIERMEM_SKIP_E2E").is_some() {
+        return;
+    }
+    let s = tiermem_sim::reproduce_memstrata::fig5(true).unwrap();
+    let at5 = |c: &str| s["stats"][c]["share_at_most_5pct"].as_f64().unwrap();
+    assert!(at5("cxl-only") < at5("hw-tiered"), "{}", s["stats"]);
+    assert!(at5("hw-tiered") < at5("mixed"), "{}", s["stats"]);
+    let rows = s["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3 * 115);
+    for r in rows {
+        for k in [
+            "experiment",
+            "workload",
+            "config",
+            "slowdown",
+            "miss_ratio",
+            "dedicated_share",
+        ] {
+            assert!(!r[k].is_null(), "row lacks {k}: {r}");
+        }
+    }
+}
+
+/// Fig. 6 end to end: with conflicting allocation most memory-sensitive workloads slow down
+/// by more than 10 %; colored, a victim only loses what the neighbour's bandwidth takes.
+#[test]
+fn fig6_conflicts_hurt_memory_sensitive_victims() {
+    if std::env::var_os("TIERMEM_SKIP_E2E").is_some() {
+        return;
+    }
+    let s = tiermem_sim::reproduce_memstrata::fig6(true).unwrap();
+    let st = &s["stats"];
+    assert!(
+        st["share_over_10pct_conflicting_sensitive"]
+            .as_f64()
+            .unwrap()
+            >= 0.6,
+        "{st}"
+    );
+    assert!(
+        st["max_isolated_vs_alone"].as_f64().unwrap() <= 0.035,
+        "{st}"
     );
 }
