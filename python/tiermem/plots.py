@@ -689,6 +689,30 @@ def plot_memstrata_fig6(directory: Path) -> list[Path]:
     return [save(fig, directory / "fig6_noisy_neighbour.png")]
 
 
+def _memstrata_mixes(directory: Path, prefix: str) -> list[Path]:
+    """One panel per mix: each VM's slowdown, static hardware tiering vs Memstrata."""
+    rows = read_summary_rows(directory, ["mix", "workload", "config", "slowdown"])
+    mixes = list(dict.fromkeys(rows["mix"]))
+    fig, axes = new_figure(len(mixes), 1, size=(8.0, 2.6 * len(mixes)))
+    for ax, mix in zip(axes[:, 0], mixes):
+        part = rows[rows["mix"] == mix].assign(slowdown_pct=lambda f: f["slowdown"] * 100.0)
+        grouped_bars(ax, part, "workload", "config", "slowdown_pct", ylabel=f"{mix}\nslowdown (%)")
+        ax.axhline(5.0, color="0.5", linestyle=":", linewidth=1)
+    return [save(fig, directory / f"{prefix}_slowdowns.png")]
+
+
+@kind("memstrata-fig10")
+def plot_memstrata_fig10(directory: Path) -> list[Path]:
+    """Memstrata Fig. 10: six-VM mixes, per-VM slowdown with static dedicated memory vs Memstrata."""
+    return _memstrata_mixes(directory, "fig10")
+
+
+@kind("memstrata-fig12")
+def plot_memstrata_fig12(directory: Path) -> list[Path]:
+    """Memstrata Fig. 12: 2 and 4 outliers at 33 % and 67 % dedicated memory."""
+    return _memstrata_mixes(directory, "fig12")
+
+
 # ---------------------------------------------------------------------------------------
 # CLI
 

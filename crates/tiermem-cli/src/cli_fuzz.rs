@@ -52,6 +52,9 @@ fn pre_flight(cli: Cli, argv: &[String]) {
         ) => trace_cmd::page_bytes(&page_size).map(|_| ()),
         Command::Reproduce(a) => sim_cmd::check_out_dir(&a.out),
         Command::Stat(_) | Command::Budget(_) | Command::Policies(_) => Ok(()),
+        Command::Memstrata(crate::memstrata_cmd::MemstrataCommand::Train(a)) => {
+            sim_cmd::check_out_dir(&a.out)
+        }
     };
     if let Err(e) = r {
         check_err(&e, argv);

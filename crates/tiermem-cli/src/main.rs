@@ -2,6 +2,7 @@
 
 #[cfg(test)]
 mod cli_fuzz;
+mod memstrata_cmd;
 mod policies_cmd;
 mod runtime_cmd;
 mod sim_cmd;
@@ -38,6 +39,9 @@ enum Command {
     Stat(runtime_cmd::StatArgs),
     /// Change the DRAM budget of a program running under `tiermem run`.
     Budget(runtime_cmd::BudgetArgs),
+    /// Memstrata's slowdown estimator: `train` retrains the shipped model.
+    #[command(subcommand)]
+    Memstrata(memstrata_cmd::MemstrataCommand),
 }
 
 fn main() {
@@ -57,6 +61,7 @@ fn main() {
         Command::Run(a) => runtime_cmd::run(a),
         Command::Stat(a) => runtime_cmd::stat(a).map(|_| 0),
         Command::Budget(a) => runtime_cmd::budget(a).map(|_| 0),
+        Command::Memstrata(c) => memstrata_cmd::memstrata(c).map(|_| 0),
     };
     match result {
         Ok(code) => std::process::exit(code),

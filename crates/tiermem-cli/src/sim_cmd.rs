@@ -207,9 +207,21 @@ fn print_rows(summary: &Value) {
 
 /// Draw PNGs with the Python front (matplotlib). Plots are optional: without Python the
 /// data files are still complete, and we say how to get the plots.
+/// The Python that plots and trains: TIERMEM_PYTHON, else the checkout's venv, else python3.
+pub fn python() -> String {
+    std::env::var("TIERMEM_PYTHON")
+        .unwrap_or_else(|_| project_python().unwrap_or_else(|| "python3".into()))
+}
+
+/// The checkout's `python/` (the `tiermem` package) when the binary runs from one.
+pub fn checkout_python_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.parent()?.parent()?.join("python");
+    dir.join("tiermem").is_dir().then_some(dir)
+}
+
 fn plot(kind: &str, dir: &Path) {
-    let python = std::env::var("TIERMEM_PYTHON")
-        .unwrap_or_else(|_| project_python().unwrap_or_else(|| "python3".into()));
+    let python = python();
     let status = std::process::Command::new(&python)
         .args(["-m", "tiermem.plots", kind])
         .arg(dir)

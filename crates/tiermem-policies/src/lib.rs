@@ -17,6 +17,7 @@ pub mod colloid;
 pub mod colloid_layer;
 pub mod config;
 pub mod heat;
+pub mod memstrata;
 pub mod mercury;
 pub mod registry;
 

@@ -154,6 +154,12 @@ pub struct Workload {
     pub cxl_slowdown_target: f64,
     /// Solved: compute time per memory access (ns) giving the target.
     pub compute_ns: f64,
+    /// Counter profile (assumptions, see [`counters`]): instructions per cycle of the
+    /// compute part, L2 misses served by the L3 per memory access, and the share of a
+    /// DTLB miss's page walk spent waiting for memory.
+    pub ipc: f64,
+    pub l3_hits_per_access: f64,
+    pub walk_memory_share: f64,
 }
 
 /// The population, seeded.
@@ -182,6 +188,12 @@ pub fn population(seed: u64) -> Vec<Workload> {
                 zipf: lerp(c.zipf, rng.gen()),
                 cxl_slowdown_target: c.max_cxl_slowdown * u * u,
                 compute_ns: 0.0,
+                ipc: lerp((0.5, 2.5), rng.gen()),
+                l3_hits_per_access: lerp((0.5, 4.0), rng.gen()),
+                // Sweeps walk page tables rarely and from cache; random accesses miss the
+                // DTLB and their walks reach memory.
+                walk_memory_share: lerp((0.05, 0.15), rng.gen())
+                    + 0.35 * (1.0 - scan_share) * rng.gen::<f64>(),
             });
         }
     }
@@ -305,4 +317,149 @@ pub fn calibrate(m: &FlatMachine, w: &mut Workload) -> Result<()> {
     }
     w.compute_ns = hi;
     Ok(())
+}
+
+/// Core clock (GHz) turning compute time into instructions (an assumption: a server core).
+pub const CORE_GHZ: f64 = 2.0;
+/// L3 hit latency of a demand load (ns; a server mesh LLC, an assumption).
+pub const L3_HIT_NS: f64 = 40.0;
+/// Page-walk time outside memory waits (ns; cached walk levels, an assumption).
+pub const WALK_BASE_NS: f64 = 20.0;
+
+/// What a VM's cores count (§4.2), per VM — Flat Memory Mode exposes the local-miss rate
+/// only system-wide, so these are the estimator's inputs — plus the truth it estimates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Counters {
+    /// Mean latency of demand loads that miss the L3 (= the VM's memory access latency).
+    pub l3_miss_latency_ns: f64,
+    /// Mean latency of demand loads that miss the L2 (L3 hits and memory together).
+    pub l2_miss_latency_ns: f64,
+    /// Mean DTLB load-miss latency (page walks, partly waiting on memory).
+    pub dtlb_miss_latency_ns: f64,
+    /// L2 and L3 misses (memory requests) per kilo-instruction.
+    pub l2_mpki: f64,
+    pub l3_mpki: f64,
+    /// Ground truth, not a per-VM counter on the hardware: local misses per
+    /// kilo-instruction (measured alone, §4.2 Fig. 9a) and the local-miss ratio.
+    pub true_mpki: f64,
+    pub miss_ratio: f64,
+}
+
+/// A VM's counters given its memory latency and miss ratio in a solved state.
+pub fn counters(w: &Workload, memory_latency_ns: f64, miss_ratio: f64) -> Counters {
+    let instructions_per_access = (w.compute_ns * CORE_GHZ * w.ipc).max(1.0);
+    let l3_mpki = 1000.0 / instructions_per_access;
+    let l2_per_access = 1.0 + w.l3_hits_per_access;
+    Counters {
+        l3_miss_latency_ns: memory_latency_ns,
+        l2_miss_latency_ns: (w.l3_hits_per_access * L3_HIT_NS + memory_latency_ns) / l2_per_access,
+        dtlb_miss_latency_ns: WALK_BASE_NS + w.walk_memory_share * memory_latency_ns,
+        l2_mpki: l3_mpki * l2_per_access,
+        l3_mpki,
+        true_mpki: l3_mpki * miss_ratio,
+        miss_ratio,
+    }
+}
+
+/// One training/validation sample for the slowdown estimator.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Sample {
+    pub workload: String,
+    pub category: &'static str,
+    pub dedicated_share: f64,
+    pub noise_draw: u32,
+    pub counters: Counters,
+    pub slowdown: f64,
+}
+
+/// Relative standard deviation of counter noise (event multiplexing and sampling over a
+/// 10 s interval; an assumption).
+pub const COUNTER_NOISE: f64 = 0.05;
+
+/// Multiplicative Gaussian noise on every measured counter (not on the truth).
+pub fn noisy(c: Counters, rng: &mut SmallRng) -> Counters {
+    use rand_distr::{Distribution, Normal};
+    let n = Normal::new(1.0, COUNTER_NOISE).expect("normal");
+    let mut f = || n.sample(rng).max(0.5);
+    Counters {
+        l3_miss_latency_ns: c.l3_miss_latency_ns * f(),
+        l2_miss_latency_ns: c.l2_miss_latency_ns * f(),
+        dtlb_miss_latency_ns: c.dtlb_miss_latency_ns * f(),
+        l2_mpki: c.l2_mpki * f(),
+        l3_mpki: c.l3_mpki * f(),
+        ..c
+    }
+}
+
+/// Dedicated shares the estimator's samples span (hardware-only to mostly dedicated).
+pub const SAMPLE_DEDICATED: &[f64] = &[0.0, 1.0 / 6.0, 1.0 / 3.0, 0.5, 2.0 / 3.0];
+
+/// Samples of every workload alone at each dedicated share, `draws` noisy readings each.
+pub fn samples(m: &FlatMachine, pop: &[Workload], draws: u32, seed: u64) -> Result<Vec<Sample>> {
+    let per = crate::reproduce::parallel_map(pop.to_vec(), |w| -> Result<Vec<Sample>> {
+        let local = alone(m, &w, Backing::AllLocal, 0.0, seed)?.0;
+        let mut rng = SmallRng::seed_from_u64(seed ^ hash(&w.name));
+        let mut out = Vec::new();
+        for &d in SAMPLE_DEDICATED {
+            let n = w.pages();
+            let frames = allocate(
+                m.slots,
+                &[n],
+                &[(n as f64 * d).round() as usize],
+                Allocation::Colored { colors: COLORS },
+                seed,
+            )?;
+            let vm = w.vm(frames.into_iter().next().expect("one VM"));
+            let eq = m.solve(std::slice::from_ref(&vm), Backing::Tiered);
+            let truth = counters(&w, eq.memory_latency_ns[0], eq.miss_ratio[0]);
+            for k in 0..draws {
+                out.push(Sample {
+                    workload: w.name.clone(),
+                    category: w.category,
+                    dedicated_share: d,
+                    noise_draw: k,
+                    counters: noisy(truth, &mut rng),
+                    slowdown: local / eq.ops_per_s[0] - 1.0,
+                });
+            }
+        }
+        Ok(out)
+    });
+    let mut all = Vec::new();
+    for p in per {
+        all.extend(p?);
+    }
+    Ok(all)
+}
+
+fn hash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// The samples as CSV (the trainer's input).
+pub fn samples_csv(samples: &[Sample]) -> String {
+    let mut s = String::from(
+        "workload,category,dedicated_share,noise_draw,l3_miss_latency_ns,l2_miss_latency_ns,dtlb_miss_latency_ns,l2_mpki,l3_mpki,true_mpki,miss_ratio,slowdown\n",
+    );
+    for x in samples {
+        let c = &x.counters;
+        s += &format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            x.workload,
+            x.category,
+            x.dedicated_share,
+            x.noise_draw,
+            c.l3_miss_latency_ns,
+            c.l2_miss_latency_ns,
+            c.dtlb_miss_latency_ns,
+            c.l2_mpki,
+            c.l3_mpki,
+            c.true_mpki,
+            c.miss_ratio,
+            x.slowdown
+        );
+    }
+    s
 }

@@ -388,3 +388,89 @@ fn fig6_conflicts_hurt_memory_sensitive_victims() {
         "{st}"
     );
 }
+
+#[cfg(feature = "onnx")]
+#[test]
+fn a_missing_or_malformed_model_is_a_one_line_error_naming_the_retrain_command() {
+    use tiermem_policies::memstrata::Estimator;
+    let dir = std::env::temp_dir().join(format!("tiermem-memstrata-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("none.onnx");
+    let bad = dir.join("bad.onnx");
+    std::fs::write(&bad, b"not a model\n").unwrap();
+    for path in [&missing, &bad] {
+        let Err(e) = Estimator::load(path) else {
+            panic!("{} loaded", path.display())
+        };
+        let text = e.to_string();
+        assert_eq!(e.kind.exit_code(), 2, "{text}");
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains(&path.display().to_string()), "{text}");
+        assert!(text.contains("tiermem memstrata train"), "{text}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The shipped model (written by `tiermem memstrata train`) separates the population's
+/// outliers from the rest on fresh noisy readings through the Rust inference path.
+#[cfg(feature = "onnx")]
+#[test]
+fn the_shipped_estimator_classifies_fresh_samples() {
+    use tiermem_policies::memstrata::{Estimator, Features, OutlierEstimator};
+    use tiermem_sim::memstrata::{paper_machine, samples, OUTLIER};
+    let est = Estimator::load(&tiermem_sim::reproduce_memstrata::default_model_path()).unwrap();
+    let m = paper_machine(128);
+    let mut pop = tiermem_sim::memstrata::population(15);
+    pop.retain(|w| w.vm_gib <= 8);
+    pop.truncate(24);
+    for w in pop.iter_mut() {
+        tiermem_sim::memstrata::calibrate(&m, w).unwrap();
+    }
+    // A seed the training never used: new noise on the same workloads.
+    let s = samples(&m, &pop, 1, 99).unwrap();
+    let right = s
+        .iter()
+        .filter(|x| {
+            let c = &x.counters;
+            let f = Features {
+                l3_miss_latency_ns: c.l3_miss_latency_ns,
+                l2_miss_latency_ns: c.l2_miss_latency_ns,
+                dtlb_miss_latency_ns: c.dtlb_miss_latency_ns,
+                l2_mpki: c.l2_mpki,
+                l3_mpki: c.l3_mpki,
+            };
+            est.is_outlier(&f).unwrap() == (x.slowdown > OUTLIER)
+        })
+        .count();
+    assert!(
+        right as f64 >= 0.8 * s.len() as f64,
+        "{right} of {}",
+        s.len()
+    );
+}
+
+/// Fig. 10 end to end (quick): Memstrata brings each mix's outlier down and leaves the
+/// others within 2 points; every round's moves stay within each VM's step.
+#[cfg(feature = "onnx")]
+#[test]
+fn fig10_memstrata_fixes_the_outlier_without_hurting_the_rest() {
+    if std::env::var_os("TIERMEM_SKIP_E2E").is_some() {
+        return;
+    }
+    let s = tiermem_sim::reproduce_memstrata::fig10(true).unwrap();
+    for mix in s["mixes"].as_array().unwrap() {
+        assert_eq!(mix["step_caps_held"], true, "{mix}");
+        let before = mix["outlier_static"].as_f64().unwrap();
+        let after = mix["outlier_memstrata"].as_f64().unwrap();
+        assert!(after < before, "{mix}");
+        assert!(mix["worst_other_change"].as_f64().unwrap() <= 0.02, "{mix}");
+    }
+}
+
+#[cfg(not(feature = "onnx"))]
+#[test]
+fn without_onnx_the_allocator_figures_say_how_to_get_it() {
+    let e = tiermem_sim::reproduce_memstrata::fig10(true).unwrap_err();
+    assert_eq!(e.kind.exit_code(), 2);
+    assert!(e.to_string().contains("--features tiermem-sim/onnx"), "{e}");
+}
