@@ -85,7 +85,7 @@ def train(csv: Path, model: Path, report: Path) -> dict:
         "training_accuracy": float((clf.predict(full[FEATURES].to_numpy(np.float32)) == full["outlier"]).mean()),
         "proxy_r2_mean": float(np.mean(r2)),
         "proxy": {"intercept": proxy[0], "slope_per_ns": proxy[1]},
-        "feature_importances": dict(zip(FEATURES, map(float, clf.feature_importances_))),
+        "feature_importances": dict(zip(FEATURES, map(float, clf.feature_importances_), strict=True)),
         "paper": {"validation_accuracy": 0.88, "mpki_only_accuracy": 0.63, "proxy_r2": 0.87},
     }
     report.write_text(json.dumps(result, indent=2) + "\n")

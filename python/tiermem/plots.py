@@ -694,7 +694,7 @@ def _memstrata_mixes(directory: Path, prefix: str) -> list[Path]:
     rows = read_summary_rows(directory, ["mix", "workload", "config", "slowdown"])
     mixes = list(dict.fromkeys(rows["mix"]))
     fig, axes = new_figure(len(mixes), 1, size=(8.0, 2.6 * len(mixes)))
-    for ax, mix in zip(axes[:, 0], mixes):
+    for ax, mix in zip(axes[:, 0], mixes, strict=True):
         part = rows[rows["mix"] == mix].assign(slowdown_pct=lambda f: f["slowdown"] * 100.0)
         grouped_bars(ax, part, "workload", "config", "slowdown_pct", ylabel=f"{mix}\nslowdown (%)")
         ax.axhline(5.0, color="0.5", linestyle=":", linewidth=1)
