@@ -664,6 +664,60 @@ def plot_mercury_fig16(directory: Path) -> list[Path]:
     return _mercury_timelines(directory, "fig16")
 
 
+@kind("memstrata-fig5")
+def plot_memstrata_fig5(directory: Path) -> list[Path]:
+    """Memstrata Fig. 5: CDF of the population's slowdowns (CXL-only, hardware-tiered, mixed)."""
+    rows = read_summary_rows(directory, ["config", "slowdown"])
+    fig, axes = new_figure()
+    ax = axes[0, 0]
+    for config in ("cxl-only", "hw-tiered", "mixed"):
+        s = np.sort(rows[rows["config"] == config]["slowdown"].to_numpy() * 100.0)
+        if len(s):
+            ax.step(s, np.arange(1, len(s) + 1) / len(s), where="post", label=config)
+    ax.axvline(5.0, color="0.5", linestyle=":", linewidth=1)
+    ax.set_xlabel("slowdown vs all-local (%)")
+    ax.set_ylabel("share of workloads")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return [save(fig, directory / "fig5_cdf.png")]
+
+
+@kind("memstrata-fig6")
+def plot_memstrata_fig6(directory: Path) -> list[Path]:
+    """Memstrata Fig. 6: per workload, slowdown of conflicting vs isolated (colored) allocation
+    beside a noisy neighbour, and of isolated vs alone."""
+    rows = read_summary_rows(directory, ["workload", "config", "slowdown"])
+    rows = rows.assign(slowdown_pct=rows["slowdown"] * 100.0)
+    fig, axes = new_figure(size=(14.0, 4.5))
+    grouped_bars(axes[0, 0], rows, "workload", "config", "slowdown_pct", ylabel="slowdown (%)")
+    axes[0, 0].tick_params(axis="x", labelrotation=90, labelsize="xx-small")
+    return [save(fig, directory / "fig6_noisy_neighbour.png")]
+
+
+def _memstrata_mixes(directory: Path, prefix: str) -> list[Path]:
+    """One panel per mix: each VM's slowdown, static hardware tiering vs Memstrata."""
+    rows = read_summary_rows(directory, ["mix", "workload", "config", "slowdown"])
+    mixes = list(dict.fromkeys(rows["mix"]))
+    fig, axes = new_figure(len(mixes), 1, size=(8.0, 2.6 * len(mixes)))
+    for ax, mix in zip(axes[:, 0], mixes, strict=True):
+        part = rows[rows["mix"] == mix].assign(slowdown_pct=lambda f: f["slowdown"] * 100.0)
+        grouped_bars(ax, part, "workload", "config", "slowdown_pct", ylabel=f"{mix}\nslowdown (%)")
+        ax.axhline(5.0, color="0.5", linestyle=":", linewidth=1)
+    return [save(fig, directory / f"{prefix}_slowdowns.png")]
+
+
+@kind("memstrata-fig10")
+def plot_memstrata_fig10(directory: Path) -> list[Path]:
+    """Memstrata Fig. 10: six-VM mixes, per-VM slowdown with static dedicated memory vs Memstrata."""
+    return _memstrata_mixes(directory, "fig10")
+
+
+@kind("memstrata-fig12")
+def plot_memstrata_fig12(directory: Path) -> list[Path]:
+    """Memstrata Fig. 12: 2 and 4 outliers at 33 % and 67 % dedicated memory."""
+    return _memstrata_mixes(directory, "fig12")
+
+
 # ---------------------------------------------------------------------------------------
 # CLI
 

@@ -53,6 +53,9 @@ fn pre_flight(cli: Cli, argv: &[String]) {
         Command::Reproduce(a) => sim_cmd::check_out_dir(&a.out),
         Command::Stat(_) | Command::Budget(_) | Command::Policies(_) => Ok(()),
         Command::Sweep(a) => workbench_cmd::check_sweep_args(&a),
+        Command::Memstrata(crate::memstrata_cmd::MemstrataCommand::Train(a)) => {
+            sim_cmd::check_out_dir(&a.out)
+        }
     };
     if let Err(e) = r {
         check_err(&e, argv);

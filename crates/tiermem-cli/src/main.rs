@@ -2,6 +2,7 @@
 
 #[cfg(test)]
 mod cli_fuzz;
+mod memstrata_cmd;
 mod policies_cmd;
 mod runtime_cmd;
 mod sim_cmd;
@@ -41,6 +42,9 @@ enum Command {
     Budget(runtime_cmd::BudgetArgs),
     /// Run a sweep file (base config x grid x seeds) locally or on Ray; writes Parquet.
     Sweep(workbench_cmd::SweepArgs),
+    /// Memstrata's slowdown estimator: `train` retrains the shipped model.
+    #[command(subcommand)]
+    Memstrata(memstrata_cmd::MemstrataCommand),
 }
 
 fn main() {
@@ -61,6 +65,7 @@ fn main() {
         Command::Stat(a) => runtime_cmd::stat(a).map(|_| 0),
         Command::Budget(a) => runtime_cmd::budget(a).map(|_| 0),
         Command::Sweep(a) => workbench_cmd::sweep(a),
+        Command::Memstrata(c) => memstrata_cmd::memstrata(c).map(|_| 0),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -230,6 +230,13 @@ fn print_rows(summary: &Value) {
     }
 }
 
+/// The checkout's `python/` (the `tiermem` package) when the binary runs from one.
+pub fn checkout_python_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.parent()?.parent()?.join("python");
+    dir.join("tiermem").is_dir().then_some(dir)
+}
+
 /// Draw PNGs with the Python front (matplotlib). Plots are optional: without Python the
 /// data files are still complete, and we say how to get the plots.
 fn plot(kind: &str, dir: &Path) {

@@ -18,6 +18,7 @@ pub mod colloid_layer;
 pub mod config;
 pub mod granularity;
 pub mod heat;
+pub mod memstrata;
 pub mod mercury;
 pub mod registry;
 

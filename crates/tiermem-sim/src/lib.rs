@@ -4,14 +4,17 @@
 
 pub mod backend;
 pub mod compressed;
+pub mod flat_memory;
 pub mod config;
 pub mod ics18;
 pub mod latency;
 pub mod machine;
+pub mod memstrata;
 pub mod mercury;
 pub mod output;
 pub mod overrides;
 pub mod reproduce;
+pub mod reproduce_memstrata;
 pub mod reproduce_mercury;
 pub mod runner;
 pub mod tracker;

@@ -142,7 +142,7 @@ fn bisect_decreasing(mut lo: f64, f: impl Fn(f64) -> f64) -> f64 {
 }
 
 /// Operations per second of `cores` at a given average read latency.
-fn ops_per_s(c: &CoreModel, avg_latency_ns: f64, d: &Demand<'_>) -> f64 {
+pub(crate) fn ops_per_s(c: &CoreModel, avg_latency_ns: f64, d: &Demand<'_>) -> f64 {
     let outstanding = c.mlp_lines.min(c.ops_in_flight * d.lines_per_op);
     let ns_per_op =
         d.lines_per_op * avg_latency_ns / outstanding + c.compute_ns_per_op + d.fault_ns_per_op;

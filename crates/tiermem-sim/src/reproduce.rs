@@ -20,6 +20,10 @@ pub const EXPERIMENTS: &[&str] = &[
     "mercury-fig14",
     "mercury-fig16",
     "granularity-fig8",
+    "memstrata-fig5",
+    "memstrata-fig6",
+    "memstrata-fig10",
+    "memstrata-fig12",
 ];
 
 /// The GUPS setup of Colloid §2.1 (base for every Colloid figure).
@@ -40,6 +44,10 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
         "mercury-fig14" => crate::reproduce_mercury::fig14(quick, out)?,
         "mercury-fig16" => crate::reproduce_mercury::fig16(quick, out)?,
         "granularity-fig8" => crate::ics18::run(quick)?,
+        "memstrata-fig5" => crate::reproduce_memstrata::fig5(quick)?,
+        "memstrata-fig6" => crate::reproduce_memstrata::fig6(quick)?,
+        "memstrata-fig10" => crate::reproduce_memstrata::fig10(quick)?,
+        "memstrata-fig12" => crate::reproduce_memstrata::fig12(quick)?,
         other => {
             return Err(Error::usage(format!(
                 "unknown experiment `{other}`; available: {}",

@@ -1,0 +1,616 @@
+//! Reproductions of Memstrata's figures (OSDI'24) on the simulated Flat Memory Mode node
+//! (`flat_memory`, `memstrata`): Fig. 5 (the population under all-local, CXL-only,
+//! hardware-only and mixed memory) and Fig. 6 (a noisy neighbour with conflicting vs
+//! colored allocation). `summary.json` rows: `{experiment, workload, category, config,
+//! slowdown, miss_ratio, dedicated_share}`; `stats` holds the shares the paper reports.
+
+use crate::flat_memory::{allocate, Allocation, Backing, FlatMachine, Pattern, Vm, VmMemory};
+use crate::memstrata::{self, paper_machine, Workload, COLORS, OUTLIER};
+use crate::reproduce::parallel_map;
+use rand::SeedableRng;
+use serde_json::{json, Value};
+use tiermem_core::Result;
+
+/// The population's seed (fixed: every run reproduces the same 115 workloads).
+const SEED: u64 = 15;
+/// Mixed mode's dedicated share (§3.2: 33 % dedicated + 67 % hardware-tiered).
+pub const MIXED_DEDICATED: f64 = 1.0 / 3.0;
+
+/// The calibrated population on the paper's machine (128 GB local).
+pub fn calibrated_population(m: &FlatMachine) -> Result<Vec<Workload>> {
+    parallel_map(memstrata::population(SEED), |mut w| {
+        memstrata::calibrate(m, &mut w).map(|_| w)
+    })
+    .into_iter()
+    .collect()
+}
+
+fn share(xs: &[f64], at_most: f64) -> f64 {
+    xs.iter().filter(|&&x| x <= at_most).count() as f64 / xs.len().max(1) as f64
+}
+
+fn row(experiment: &str, w: &Workload, config: &str, slowdown: f64, miss: f64, ded: f64) -> Value {
+    json!({
+        "experiment": experiment,
+        "workload": w.name,
+        "category": w.category,
+        "config": config,
+        "slowdown": slowdown,
+        "miss_ratio": miss,
+        "dedicated_share": ded,
+    })
+}
+
+/// Fig. 5: each workload alone in a VM; slowdown against all-local for CXL-only,
+/// hardware-tiered only, and mixed (33 % dedicated). Quick mode is the same population
+/// (the page-level model is fast enough for all of it).
+pub fn fig5(_quick: bool) -> Result<Value> {
+    let m = paper_machine(128);
+    let pop = calibrated_population(&m)?;
+    let configs: [(&str, Backing, f64); 3] = [
+        ("cxl-only", Backing::CxlOnly, 0.0),
+        ("hw-tiered", Backing::Tiered, 0.0),
+        ("mixed", Backing::Tiered, MIXED_DEDICATED),
+    ];
+    let results = parallel_map(pop.clone(), |w| -> Result<Vec<Value>> {
+        let local = memstrata::alone(&m, &w, Backing::AllLocal, 0.0, SEED)?.0;
+        configs
+            .iter()
+            .map(|&(name, backing, ded)| {
+                let (ops, miss) = memstrata::alone(&m, &w, backing, ded, SEED)?;
+                Ok(row(
+                    "memstrata-fig5",
+                    &w,
+                    name,
+                    local / ops - 1.0,
+                    miss,
+                    ded,
+                ))
+            })
+            .collect()
+    });
+    let mut rows = Vec::new();
+    for r in results {
+        rows.extend(r?);
+    }
+    let mut stats = serde_json::Map::new();
+    for (name, _, _) in configs {
+        let s: Vec<f64> = rows
+            .iter()
+            .filter(|r| r["config"] == name)
+            .map(|r| r["slowdown"].as_f64().unwrap_or(f64::NAN))
+            .collect();
+        stats.insert(
+            name.into(),
+            json!({
+                "share_at_most_5pct": share(&s, OUTLIER),
+                "share_at_most_10pct": share(&s, 0.10),
+                "max_slowdown": s.iter().copied().fold(0.0, f64::max),
+            }),
+        );
+    }
+    Ok(json!({
+        "experiment": "memstrata-fig5",
+        "workloads": pop,
+        "paper": {"hw-tiered": {"share_at_most_5pct": 0.73, "share_at_most_10pct": 0.86},
+                  "mixed": {"share_at_most_5pct": 0.82, "share_at_most_10pct": 0.95}},
+        "stats": stats,
+        "rows": rows,
+    }))
+}
+
+/// The noisy neighbour (§3.3): a 6-thread MLC-like VM sweeping memory of the victim's size
+/// in a busy loop.
+fn mlc(pages: usize, frames: Vec<crate::flat_memory::Frame>) -> Vm {
+    Vm {
+        name: "mlc".into(),
+        cores: crate::machine::CoreModel {
+            cores: 6.0,
+            ops_in_flight: 10.0,
+            mlp_lines: 16.0,
+            compute_ns_per_op: 0.0,
+        },
+        lines_per_op: 1.0,
+        written_lines_per_op: 0.0,
+        memory: VmMemory {
+            probability: vec![1.0 / pages as f64; pages],
+            pattern: vec![Pattern::Scan; pages],
+            frames,
+        },
+    }
+}
+
+/// A victim's ops and miss ratio on hardware-tiered memory, alone or beside the
+/// neighbour, under an allocation.
+fn victim(m: &FlatMachine, w: &Workload, neighbour: bool, alloc: Allocation) -> Result<(f64, f64)> {
+    let n = w.pages();
+    let pages: Vec<usize> = if neighbour { vec![n, n] } else { vec![n] };
+    let frames = allocate(m.slots, &pages, &vec![0; pages.len()], alloc, SEED)?;
+    let mut it = frames.into_iter();
+    let mut vms = vec![w.vm(it.next().expect("victim frames"))];
+    if neighbour {
+        vms.push(mlc(n, it.next().expect("neighbour frames")));
+    }
+    let eq = m.solve(&vms, Backing::Tiered);
+    Ok((eq.ops_per_s[0], eq.miss_ratio[0]))
+}
+
+/// Fig. 6: every workload beside the noisy neighbour, colored ("isolated") vs conflicting
+/// allocation; slowdown of conflicting against isolated (the paper's metric), and of
+/// isolated against the victim alone (what coloring leaves: bandwidth only).
+pub fn fig6(quick: bool) -> Result<Value> {
+    let m = paper_machine(128);
+    let mut pop = calibrated_population(&m)?;
+    if quick {
+        // Every third workload: each category still represented.
+        pop = pop.into_iter().step_by(3).collect();
+    }
+    let colored = Allocation::Colored { colors: COLORS };
+    let results = parallel_map(pop.clone(), |w| -> Result<Vec<Value>> {
+        let alone = victim(&m, &w, false, colored)?;
+        let isolated = victim(&m, &w, true, colored)?;
+        let conflicting = victim(&m, &w, true, Allocation::Conflicting)?;
+        Ok(vec![
+            row(
+                "memstrata-fig6",
+                &w,
+                "isolated-vs-alone",
+                alone.0 / isolated.0 - 1.0,
+                isolated.1,
+                0.0,
+            ),
+            row(
+                "memstrata-fig6",
+                &w,
+                "conflicting-vs-isolated",
+                isolated.0 / conflicting.0 - 1.0,
+                conflicting.1,
+                0.0,
+            ),
+        ])
+    });
+    let mut rows = Vec::new();
+    for r in results {
+        rows.extend(r?);
+    }
+    // Memory-sensitive: more than the outlier threshold slower on CXL alone.
+    let sensitive: Vec<&str> = pop
+        .iter()
+        .filter(|w| w.cxl_slowdown_target > OUTLIER)
+        .map(|w| w.name.as_str())
+        .collect();
+    let of = |config: &str, only_sensitive: bool| -> Vec<f64> {
+        rows.iter()
+            .filter(|r| r["config"] == config)
+            .filter(|r| !only_sensitive || sensitive.iter().any(|s| r["workload"] == *s))
+            .map(|r| r["slowdown"].as_f64().unwrap_or(f64::NAN))
+            .collect()
+    };
+    let conflicting_all = of("conflicting-vs-isolated", false);
+    let conflicting_sensitive = of("conflicting-vs-isolated", true);
+    let isolated = of("isolated-vs-alone", false);
+    Ok(json!({
+        "experiment": "memstrata-fig6",
+        "paper": {"share_over_10pct_conflicting": 0.73},
+        "stats": {
+            "workloads": pop.len(),
+            "memory_sensitive": sensitive.len(),
+            "share_over_10pct_conflicting": 1.0 - share(&conflicting_all, 0.10),
+            "share_over_10pct_conflicting_sensitive": 1.0 - share(&conflicting_sensitive, 0.10),
+            "max_isolated_vs_alone": isolated.iter().copied().fold(0.0, f64::max),
+        },
+        "rows": rows,
+    }))
+}
+
+/// Where the shipped estimator lives in a checkout (written by `tiermem memstrata train`).
+pub fn default_model_path() -> std::path::PathBuf {
+    match std::env::var_os("TIERMEM_MEMSTRATA_MODEL") {
+        Some(p) => p.into(),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments/memstrata/estimator.onnx"),
+    }
+}
+
+/// The allocator's knobs (§4.3 defaults).
+#[derive(Clone, Copy, Debug)]
+pub struct AllocatorParams {
+    pub step_ratio: f64,
+    pub ewma_alpha: f64,
+    /// Intervals (of 10 s) simulated.
+    pub intervals: usize,
+}
+
+impl Default for AllocatorParams {
+    fn default() -> Self {
+        AllocatorParams {
+            step_ratio: tiermem_policies::memstrata::DEFAULT_STEP_RATIO,
+            ewma_alpha: tiermem_policies::memstrata::DEFAULT_EWMA_ALPHA,
+            intervals: 40,
+        }
+    }
+}
+
+/// What a multi-VM run measured.
+#[derive(Clone, Debug, Default)]
+pub struct MixRun {
+    /// Per VM: mean slowdown over the run's intervals and over its last quarter, the
+    /// final dedicated share and miss ratio.
+    pub mean_slowdown: Vec<f64>,
+    pub final_slowdown: Vec<f64>,
+    pub dedicated_share: Vec<f64>,
+    pub miss_ratio: Vec<f64>,
+    /// Pages each VM moved in each round (for the step-cap check).
+    pub moved_per_round: Vec<Vec<u64>>,
+    pub rounds: usize,
+}
+
+/// VMs on one Flat Memory Mode machine, each starting with `dedicated_share` of its pages
+/// dedicated (colored allocation, §6: "All settings use page coloring"), either static or
+/// under Memstrata's allocator with `estimator`. Slowdowns are against the same VMs all in
+/// local DRAM (the same bandwidth sharing). The machine holds exactly the VMs' memory: the
+/// dedicated node their dedicated pages, the hardware-tiered node the rest in pairs.
+pub fn run_mix(
+    vms: &[Workload],
+    dedicated_share: f64,
+    estimator: Option<&dyn tiermem_policies::memstrata::OutlierEstimator>,
+    p: AllocatorParams,
+) -> Result<MixRun> {
+    use crate::flat_memory::Frame;
+    use tiermem_policies::memstrata::{plan_round, Features, VmView};
+    let pages: Vec<usize> = vms.iter().map(|w| w.pages()).collect();
+    let dedicated: Vec<usize> = pages
+        .iter()
+        .map(|&n| ((n as f64 * dedicated_share).round() as usize) & !1)
+        .collect();
+    // Whole colors per VM (each wastes less than one) on a node of 768 × k slots.
+    let pairs: usize = pages
+        .iter()
+        .zip(&dedicated)
+        .map(|(n, d)| (n - d).div_ceil(2))
+        .sum();
+    let slots = COLORS * (pairs.div_ceil(COLORS) + vms.len());
+    let base = paper_machine(128);
+    let m = FlatMachine::new(base.local.clone(), base.cxl.clone(), slots)?;
+    let frames = allocate(
+        slots,
+        &pages,
+        &dedicated,
+        Allocation::Colored { colors: COLORS },
+        SEED,
+    )?;
+    let mut sim: Vec<Vm> = vms.iter().zip(frames).map(|(w, f)| w.vm(f)).collect();
+    let local = m.solve(&sim, Backing::AllLocal).ops_per_s;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(SEED);
+    let mut smoothed: Vec<Option<Features>> = vec![None; vms.len()];
+    let mut out = MixRun::default();
+    let mut per_interval: Vec<Vec<f64>> = Vec::new();
+    let mut eq = m.solve(&sim, Backing::Tiered);
+    for k in 0..p.intervals {
+        if k > 0 {
+            eq = m.solve(&sim, Backing::Tiered);
+        }
+        per_interval.push(
+            local
+                .iter()
+                .zip(&eq.ops_per_s)
+                .map(|(l, o)| l / o - 1.0)
+                .collect(),
+        );
+        let Some(est) = estimator else { continue };
+        for (i, w) in vms.iter().enumerate() {
+            let c = memstrata::noisy(
+                memstrata::counters(w, eq.memory_latency_ns[i], eq.miss_ratio[i]),
+                &mut rng,
+            );
+            let f = Features {
+                l3_miss_latency_ns: c.l3_miss_latency_ns,
+                l2_miss_latency_ns: c.l2_miss_latency_ns,
+                dtlb_miss_latency_ns: c.dtlb_miss_latency_ns,
+                l2_mpki: c.l2_mpki,
+                l3_mpki: c.l3_mpki,
+            };
+            match &mut smoothed[i] {
+                Some(s) => s.ewma(&f, p.ewma_alpha),
+                slot => *slot = Some(f),
+            }
+        }
+        // A round, then one full interval of measurement before the next (§4.3).
+        if k % 2 == 1 {
+            continue;
+        }
+        let mut views = Vec::new();
+        for (i, vm) in sim.iter().enumerate() {
+            let f = smoothed[i].expect("measured");
+            let ded = vm
+                .memory
+                .frames
+                .iter()
+                .filter(|f| **f == Frame::Dedicated)
+                .count();
+            views.push(VmView {
+                pages: pages[i] as u64,
+                dedicated: ded as u64,
+                outlier: est.is_outlier(&f)?,
+                misses_per_s: est.miss_ratio(&f) * eq.ops_per_s[i] * vm.lines_per_op,
+            });
+        }
+        let exchanges = plan_round(&views, p.step_ratio);
+        let mut moved = vec![0u64; vms.len()];
+        for x in &exchanges {
+            exchange(
+                &mut sim,
+                slots,
+                x.donor,
+                x.borrower,
+                x.pages as usize,
+                &mut rng,
+            );
+            moved[x.donor] += x.pages;
+            moved[x.borrower] += x.pages;
+        }
+        out.moved_per_round.push(moved);
+        out.rounds += 1;
+    }
+    let n = per_interval.len().max(1) as f64;
+    let tail = &per_interval[per_interval.len() * 3 / 4..];
+    for i in 0..vms.len() {
+        out.mean_slowdown
+            .push(per_interval.iter().map(|r| r[i]).sum::<f64>() / n);
+        out.final_slowdown
+            .push(tail.iter().map(|r| r[i]).sum::<f64>() / tail.len().max(1) as f64);
+        let ded = sim[i]
+            .memory
+            .frames
+            .iter()
+            .filter(|f| **f == Frame::Dedicated)
+            .count();
+        out.dedicated_share.push(ded as f64 / pages[i] as f64);
+        out.miss_ratio.push(eq.miss_ratio[i]);
+    }
+    Ok(out)
+}
+
+/// Swap `n` of the donor's dedicated pages for `n / 2` of the borrower's conflicting pairs
+/// (both frames of a slot move together, so coloring holds); pages chosen at random (§4.3).
+fn exchange(
+    vms: &mut [Vm],
+    slots: usize,
+    donor: usize,
+    borrower: usize,
+    n: usize,
+    rng: &mut rand::rngs::SmallRng,
+) {
+    use crate::flat_memory::Frame;
+    use rand::seq::SliceRandom;
+    let frames = &vms[borrower].memory.frames;
+    let mut at = vec![usize::MAX; 2 * slots];
+    for (g, f) in frames.iter().enumerate() {
+        if let Frame::Tiered(x) = f {
+            at[*x as usize] = g;
+        }
+    }
+    let mut pairs: Vec<usize> = (0..slots)
+        .filter(|&s| at[s] != usize::MAX && at[s + slots] != usize::MAX)
+        .collect();
+    pairs.shuffle(rng);
+    let mut freed = Vec::new();
+    for &s in pairs.iter().take(n / 2) {
+        for f in [s, s + slots] {
+            vms[borrower].memory.frames[at[f]] = Frame::Dedicated;
+            freed.push(f as u32);
+        }
+    }
+    let mut ded: Vec<usize> = vms[donor]
+        .memory
+        .frames
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| **f == Frame::Dedicated)
+        .map(|(g, _)| g)
+        .collect();
+    ded.shuffle(rng);
+    for (g, f) in ded.into_iter().zip(freed) {
+        vms[donor].memory.frames[g] = Frame::Tiered(f);
+    }
+}
+
+/// The population with each workload's slowdown alone in mixed mode (33 % dedicated).
+fn with_mixed_slowdown(m: &FlatMachine, pop: Vec<Workload>) -> Result<Vec<(Workload, f64)>> {
+    parallel_map(pop, |w| -> Result<(Workload, f64)> {
+        let l = memstrata::alone(m, &w, Backing::AllLocal, 0.0, SEED)?.0;
+        let t = memstrata::alone(m, &w, Backing::Tiered, MIXED_DEDICATED, SEED)?.0;
+        Ok((w, l / t - 1.0))
+    })
+    .into_iter()
+    .collect()
+}
+
+/// Fig. 10/12's VM pools: web, data (databases and Spark), others, all non-outliers alone
+/// in mixed mode (≤ 5 %), and outliers (> 5 % alone in mixed mode, most severe first; Fig.
+/// 10 takes those above 30 %, §6.1's outliers are at 30–35 %), at most 32 GB each (§6
+/// excludes larger VMs).
+struct Pools {
+    web: Vec<Workload>,
+    data: Vec<Workload>,
+    other: Vec<Workload>,
+    outliers: Vec<Workload>,
+    severe: Vec<Workload>,
+}
+
+fn pools(m: &FlatMachine) -> Result<Pools> {
+    let mut all = with_mixed_slowdown(m, calibrated_population(m)?)?;
+    all.retain(|(w, _)| w.vm_gib <= 32);
+    let pick = |f: &dyn Fn(&Workload) -> bool| -> Vec<Workload> {
+        all.iter()
+            .filter(|(w, s)| *s <= OUTLIER && f(w))
+            .map(|(w, _)| w.clone())
+            .collect()
+    };
+    let mut outliers: Vec<(Workload, f64)> =
+        all.iter().filter(|(_, s)| *s > OUTLIER).cloned().collect();
+    outliers.sort_by(|a, b| b.1.total_cmp(&a.1));
+    Ok(Pools {
+        severe: outliers
+            .iter()
+            .filter(|(_, s)| *s > 0.30)
+            .map(|(w, _)| w.clone())
+            .collect(),
+        web: pick(&|w| w.category == "web"),
+        data: pick(&|w| w.category == "database" || w.category == "spark"),
+        other: pick(&|w| !matches!(w.category, "web" | "database" | "spark")),
+        outliers: outliers.into_iter().map(|(w, _)| w).collect(),
+    })
+}
+
+fn take(pool: &[Workload], from: usize, n: usize) -> Result<Vec<Workload>> {
+    if pool.len() < from + n {
+        return Err(tiermem_core::Error::config(format!(
+            "the population has too few workloads for this mix ({} < {})",
+            pool.len(),
+            from + n
+        )));
+    }
+    Ok(pool[from..from + n].to_vec())
+}
+
+fn mix_rows(experiment: &str, mix: &str, vms: &[Workload], config: &str, r: &MixRun) -> Vec<Value> {
+    vms.iter()
+        .enumerate()
+        .map(|(i, w)| {
+            json!({
+                "experiment": experiment,
+                "mix": mix,
+                "workload": w.name,
+                "category": w.category,
+                "config": config,
+                "slowdown": r.final_slowdown[i],
+                "mean_slowdown": r.mean_slowdown[i],
+                "miss_ratio": r.miss_ratio[i],
+                "dedicated_share": r.dedicated_share[i],
+            })
+        })
+        .collect()
+}
+
+/// Load the estimator for the allocator: a missing or malformed file is a one-line error
+/// naming it and `tiermem memstrata train` (exit 2).
+#[cfg(feature = "onnx")]
+pub fn estimator() -> Result<Box<dyn tiermem_policies::memstrata::OutlierEstimator>> {
+    Ok(Box::new(tiermem_policies::memstrata::Estimator::load(
+        &default_model_path(),
+    )?))
+}
+
+/// Without the `onnx` feature there is no inference: say how to get it (exit 2).
+#[cfg(not(feature = "onnx"))]
+pub fn estimator() -> Result<Box<dyn tiermem_policies::memstrata::OutlierEstimator>> {
+    Err(tiermem_core::Error::new(
+        tiermem_core::ErrorKind::Unsupported,
+        "Memstrata's allocator needs the estimator's ONNX inference: rebuild with `cargo build --release -p tiermem-cli --features tiermem-sim/onnx`",
+    ))
+}
+
+/// Fig. 10: six-VM mixes (§6.1: web-heavy 4 web + 1 data + 1 outlier, data-heavy 1 + 4 + 1,
+/// balanced 2 web + 2 data + 1 other + 1 outlier; two combinations each), 33 % dedicated,
+/// static ("HW-Tiered") vs Memstrata. Quick: one combination per mix.
+pub fn fig10(quick: bool) -> Result<Value> {
+    let est = estimator()?;
+    let m = paper_machine(128);
+    let p = pools(&m)?;
+    let combos = if quick { 1 } else { 2 };
+    let mut mixes = Vec::new();
+    for c in 0..combos {
+        let outlier = |k: usize| take(&p.severe, (3 * c + k) % p.severe.len().max(1), 1);
+        let mut web_heavy = take(&p.web, 4 * c, 4)?;
+        web_heavy.extend(take(&p.data, c, 1)?);
+        web_heavy.extend(outlier(0)?);
+        let mut data_heavy = take(&p.web, 4 * combos + c, 1)?;
+        data_heavy.extend(take(&p.data, 2 + 4 * c, 4)?);
+        data_heavy.extend(outlier(1)?);
+        let mut balanced = take(&p.web, 6 + 2 * c, 2)?;
+        balanced.extend(take(&p.data, 2 + 4 * combos + 2 * c, 2)?);
+        balanced.extend(take(&p.other, c, 1)?);
+        balanced.extend(outlier(2)?);
+        mixes.push((format!("web-heavy-{}", c + 1), web_heavy));
+        mixes.push((format!("data-heavy-{}", c + 1), data_heavy));
+        mixes.push((format!("balanced-{}", c + 1), balanced));
+    }
+    let results = mixes
+        .iter()
+        .map(|(name, vms)| -> Result<(Vec<Value>, Value)> {
+            let stat = run_mix(vms, MIXED_DEDICATED, None, AllocatorParams::default())?;
+            let dyn_ = run_mix(
+                vms,
+                MIXED_DEDICATED,
+                Some(est.as_ref()),
+                AllocatorParams::default(),
+            )?;
+            let mut rows = mix_rows("memstrata-fig10", name, vms, "hw-tiered", &stat);
+            rows.extend(mix_rows("memstrata-fig10", name, vms, "memstrata", &dyn_));
+            let o = vms.len() - 1;
+            let worst_other = (0..o)
+                .map(|i| dyn_.final_slowdown[i] - stat.final_slowdown[i])
+                .fold(f64::MIN, f64::max);
+            let step_ok = dyn_.moved_per_round.iter().all(|r| {
+                r.iter().zip(vms).all(|(&mv, w)| {
+                    mv as f64 <= w.pages() as f64 * AllocatorParams::default().step_ratio
+                })
+            });
+            Ok((
+                rows,
+                json!({
+                    "mix": name,
+                    "outlier": vms[o].name,
+                    "outlier_static": stat.final_slowdown[o],
+                    "outlier_memstrata": dyn_.final_slowdown[o],
+                    "worst_other_change": worst_other,
+                    "rounds": dyn_.rounds,
+                    "step_caps_held": step_ok,
+                }),
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut rows = Vec::new();
+    let mut mixes_out = Vec::new();
+    for (r, s) in results {
+        rows.extend(r);
+        mixes_out.push(s);
+    }
+    Ok(json!({"experiment": "memstrata-fig10", "mixes": mixes_out, "rows": rows}))
+}
+
+/// Fig. 12: 2 and 4 outliers among six VMs at 33 % dedicated, and 4 at 67 %, with
+/// Memstrata (§6.1 "Higher outlier ratio"); the rest web.
+pub fn fig12(quick: bool) -> Result<Value> {
+    let est = estimator()?;
+    let m = paper_machine(128);
+    let p = pools(&m)?;
+    let params = AllocatorParams {
+        intervals: if quick { 30 } else { 60 },
+        ..AllocatorParams::default()
+    };
+    let cases: [(&str, usize, f64); 3] = [
+        ("2-outliers-33pct", 2, 1.0 / 3.0),
+        ("4-outliers-33pct", 4, 1.0 / 3.0),
+        ("4-outliers-67pct", 4, 2.0 / 3.0),
+    ];
+    let mut rows = Vec::new();
+    let mut cases_out = Vec::new();
+    for (name, k, ded) in cases {
+        let mut vms = take(&p.web, 0, 6 - k)?;
+        vms.extend(take(&p.outliers, 0, k)?);
+        let stat = run_mix(&vms, ded, None, params)?;
+        let dyn_ = run_mix(&vms, ded, Some(est.as_ref()), params)?;
+        rows.extend(mix_rows("memstrata-fig12", name, &vms, "hw-tiered", &stat));
+        rows.extend(mix_rows("memstrata-fig12", name, &vms, "memstrata", &dyn_));
+        let outl: Vec<f64> = dyn_.final_slowdown[6 - k..].to_vec();
+        cases_out.push(json!({
+            "case": name,
+            "outliers_memstrata": outl,
+            "outliers_static": stat.final_slowdown[6 - k..].to_vec(),
+            "outliers_above_5pct": outl.iter().filter(|&&s| s > OUTLIER).count(),
+        }));
+    }
+    Ok(json!({"experiment": "memstrata-fig12", "cases": cases_out, "rows": rows}))
+}
