@@ -90,6 +90,8 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
         cfg.fault_around = f.clone();
     }
     cfg.validate("runtime")?;
+    // The nodes named exist, have memory and are each used once (sysfs; before any page moves).
+    cfg.check_nodes("runtime")?;
     // A policy the runtime cannot serve is refused now, in one line, not by a manager
     // thread that would leave the program untiered.
     tiermem_linux::backend::check_policy(&cfg)?;

@@ -27,6 +27,7 @@ mod codec_ext;
 pub mod config;
 pub mod control;
 pub mod launch;
+pub mod numa;
 pub mod pool;
 pub mod runtime;
 pub mod stats;

@@ -77,7 +77,11 @@ fn two_node_guest_with_a_cpu_less_node() {
     let r = results(&console);
     // The declared topology as the guest kernel sees it.
     assert_eq!(get(&r, "nodes", &console), "0-1", "{console}");
-    assert_eq!(get(&r, "node1_cpus", &console), "", "node 1 has CPUs:\n{console}");
+    assert_eq!(
+        get(&r, "node1_cpus", &console),
+        "",
+        "node 1 has CPUs:\n{console}"
+    );
     assert_eq!(num(&r, "hmat_node1_read_latency", &console), 250.0);
     assert_eq!(num(&r, "hmat_node0_read_latency", &console), 80.0);
     // A real program under the runtime gives a plain run's output.

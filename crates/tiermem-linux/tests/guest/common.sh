@@ -11,3 +11,65 @@ hmat() {
     f=/sys/devices/system/node/node$1/access0/initiators/read_latency
     [ -r "$f" ] && cat "$f" || echo none
 }
+
+# A JSON number field of `tiermem stat --json` (no jq in the guest).
+json_num() { grep -o "\"$1\": *[0-9.]*" | head -1 | sed 's/.*: *//'; }
+
+# Pages of PID's mappings on node N, summed over /proc/PID/numa_maps (the kernel's view).
+numa_maps_pages() { grep -o " N$2=[0-9]*" "/proc/$1/numa_maps" | cut -d= -f2 | awk '{s+=$1} END {print s+0}'; }
+
+# tiermem-touch (16 MiB, written then idle, then read back and checked) under CONFIG with
+# POLICY; once it idles with its whole footprint managed, compare where the runtime says
+# its pages are on node NODE (`tiermem stat`) with where the kernel has them (numa_maps),
+# and the DRAM tier with the budget. Prints RESULT LABEL_* lines.
+placement_check() {
+    label=$1 config=$2 policy=$3 node=$4
+    tiermem run --config "$config" --policy "$policy" -- tiermem-touch --mb 16 --settle-ms 15000 > /tmp/touch.out 2>&1 &
+    pid=$!
+    for _ in $(seq 40); do
+        sleep 1
+        tiermem stat "$pid" --json > /tmp/stat.json 2>/dev/null || continue
+        [ "$(json_num footprint_bytes < /tmp/stat.json)" -ge $((16 << 20)) ] && break
+    done
+    sleep 2 # the policy's moves after the last write
+    maps=$(numa_maps_pages "$pid" "$node")
+    tiermem stat "$pid" --json > /tmp/stat.json
+    result "${label}_numa_maps_node_pages" "$maps"
+    result "${label}_stat_node_pages" "$(grep -A4 "\"name\": \"[0-9]*:node$node\"" /tmp/stat.json | json_num pages)"
+    result "${label}_resident_bytes" "$(json_num resident_bytes < /tmp/stat.json)"
+    result "${label}_budget_bytes" "$(json_num budget_bytes < /tmp/stat.json)"
+    result "${label}_max_over_budget_bytes" "$(json_num max_over_budget_bytes < /tmp/stat.json)"
+    result "${label}_footprint_bytes" "$(json_num footprint_bytes < /tmp/stat.json)"
+    result "${label}_latency_ns" "$(grep -A12 "\"name\": \"[0-9]*:node$node\"" /tmp/stat.json | json_num latency_ns)"
+    wait "$pid"
+    result "${label}_touch_rc" "$?"
+    result "${label}_touch" "$(grep -o 'checksum_ok=[a-z]*' /tmp/touch.out)"
+}
+
+# Bad node input: one line on stderr, exit 2, the program never runs.
+bad_node() {
+    label=$1 tiers=$2
+    printf '[runtime]\ndram_budget = "50%%"\n[[runtime.tiers]]\nname = "dram"\nkind = "dram"\n%s\n' "$tiers" > /tmp/bad.toml
+    tiermem run --config /tmp/bad.toml -- sh -c 'echo RAN' > /tmp/bad.out 2> /tmp/bad.err
+    result "bad_${label}_rc" "$?"
+    result "bad_${label}_lines" "$(wc -l < /tmp/bad.err)"
+    result "bad_${label}_ran" "$(grep -c RAN /tmp/bad.out)"
+    result "bad_${label}_msg" "$(head -1 /tmp/bad.err)"
+}
+
+bad_input_checks() {
+    n='[[runtime.tiers]]
+kind = "node"'
+    bad_node missing_node "$n
+name = \"n\"
+node = 7"
+    bad_node dram_node "$n
+name = \"n\"
+node = 0"
+    bad_node twice "$n
+name = \"a\"
+node = 1
+$n
+name = \"b\"
+node = 1"
+}

@@ -7,3 +7,24 @@ result hmat_node1_read_latency "$(hmat 1)"
 make_input
 result sort_plain "$(sort /tmp/in.txt | md5sum | cut -d' ' -f1)"
 result sort_compressed "$(tiermem run --dram-budget 50% -- sort /tmp/in.txt | md5sum | cut -d' ' -f1)"
+
+# DRAM + the CXL-like node + a compressed tier, in one run.
+cat > /tmp/cxl.toml <<'TOML'
+[runtime]
+dram_budget = "25%"
+[[runtime.tiers]]
+name = "dram"
+kind = "dram"
+[[runtime.tiers]]
+name = "cxl"
+kind = "node"
+node = 1
+[[runtime.tiers]]
+name = "lz4"
+kind = "compressed"
+TOML
+placement_check cxl /tmp/cxl.toml budget 1
+for p in budget hemem tpp memtis hemem+colloid tpp+colloid memtis+colloid; do
+    result "sort_node_$p" "$(tiermem run --config /tmp/cxl.toml --policy $p -- sort /tmp/in.txt | md5sum | cut -d' ' -f1)"
+done
+bad_input_checks
