@@ -66,6 +66,7 @@ build_initramfs() {
     add_program "$tree" "$prof/libtiermem_preload.so" /opt/tiermem/libtiermem_preload.so
     add_program "$tree" "$prof/tiermem-stress" /opt/tiermem/tiermem-stress
     add_program "$tree" "$prof/tiermem-touch" /opt/tiermem/tiermem-touch
+    add_program "$tree" "$prof/tiermem-move-bench" /opt/tiermem/tiermem-move-bench
     # A real program: GNU sort (its buffer is one large malloc, so the runtime manages it).
     add_program "$tree" "$(command -v sort)" /usr/bin/sort
     add_program "$tree" "$(command -v numactl)" /usr/bin/numactl
@@ -85,7 +86,7 @@ INIT
     (cd "$tree" && find . | cpio -o -H newc --quiet | gzip -1 > "$cache/base.cpio.gz.tmp")
     mv "$cache/base.cpio.gz.tmp" "$cache/base.cpio.gz"
     # Rebuild only when a guest binary changed.
-    for f in tiermem libtiermem_preload.so tiermem-stress tiermem-touch; do
+    for f in tiermem libtiermem_preload.so tiermem-stress tiermem-touch tiermem-move-bench; do
         stat -c '%n %Y %s' "$prof/$f"
     done > "$cache/base.stamp"
     rm -rf "$tree"
@@ -120,7 +121,7 @@ build)
     prof=${2:?profile dir (target/release)}
     mkdir -p "$cache"
     build_kernel
-    stamp=$(for f in tiermem libtiermem_preload.so tiermem-stress tiermem-touch; do stat -c '%n %Y %s' "$prof/$f"; done)
+    stamp=$(for f in tiermem libtiermem_preload.so tiermem-stress tiermem-touch tiermem-move-bench; do stat -c '%n %Y %s' "$prof/$f"; done)
     if [ ! -s "$cache/base.cpio.gz" ] || [ "$stamp" != "$(cat "$cache/base.stamp" 2>/dev/null)" ]; then
         build_initramfs "$prof"
     fi

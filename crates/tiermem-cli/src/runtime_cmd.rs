@@ -287,6 +287,12 @@ pub fn render(s: &Stats) -> String {
         s.room_waits,
         s.room_wait_s
     ));
+    if s.probe_cpu_share > 0.0 {
+        o.push_str(&format!(
+            "latency probe: {:.3}% of a core (a pointer chase per memory node each quantum)\n",
+            s.probe_cpu_share * 100.0
+        ));
+    }
     if s.fault_around.mode != "4KiB" && !s.fault_around.mode.is_empty() {
         let f = &s.fault_around;
         o.push_str(&format!(

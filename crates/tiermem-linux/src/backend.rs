@@ -259,7 +259,10 @@ impl RuntimeBackend {
         self.last_hint_faults = st.hint_faults;
         let staged = st.hint_staged().max(1) as f64;
         let touch_rate = hints as f64 / dt_s * (st.resident as f64 / staged).max(1.0);
-        let dram_ns = self.specs[0].unloaded_latency_ns;
+        let probe = self.rt.probe.as_ref();
+        let dram_ns = probe
+            .and_then(|p| p.latency_ns(0))
+            .unwrap_or(self.specs[0].unloaded_latency_ns);
         self.telemetry.clear();
         self.telemetry.push(TierTelemetry {
             used_bytes: st.resident * PAGE as u64,
@@ -274,9 +277,11 @@ impl RuntimeBackend {
         for (k, (t, last)) in st.tiers.iter().zip(&mut self.last_tier).enumerate() {
             if t.node.is_some() {
                 // A node tier: no faults; its pages are touched at the DRAM estimate's rate
-                // per page, served at the node's latency (its unloaded one from the config
-                // or HMAT).
-                let lat = self.specs[k + 1].unloaded_latency_ns;
+                // per page, served at the node's latency (the probe's, else its unloaded
+                // one from the config or HMAT).
+                let lat = probe
+                    .and_then(|p| p.latency_ns(k + 1))
+                    .unwrap_or(self.specs[k + 1].unloaded_latency_ns);
                 let rate = touch_rate * t.pages as f64 / (st.resident.max(1)) as f64;
                 st.latency_ns[k + 1] = lat;
                 self.telemetry.push(TierTelemetry {

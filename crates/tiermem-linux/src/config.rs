@@ -169,6 +169,14 @@ pub struct RuntimeConfig {
     /// Colloid over the policy (the file's `[colloid]`; `--policy NAME+colloid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub colloid: Option<ColloidParams>,
+    /// Where per-tier loaded latency comes from: "faults" (compressed tiers' fault service
+    /// times; DRAM and node tiers at their unloaded latency) or "probe" (a pointer-chasing
+    /// thread per memory node: src/probe.rs, docs/running-on-cxl.md).
+    #[serde(default = "default_telemetry")]
+    pub telemetry: String,
+}
+fn default_telemetry() -> String {
+    "faults".into()
 }
 fn default_stats_mode() -> String {
     "0600".into()
@@ -214,6 +222,7 @@ impl Default for RuntimeConfig {
             stats_mode: default_stats_mode(),
             policy: None,
             colloid: None,
+            telemetry: default_telemetry(),
         }
     }
 }
@@ -286,6 +295,15 @@ impl Validate for RuntimeConfig {
         if let Some(c) = &self.colloid {
             c.validate("colloid")?;
         }
+        if !matches!(self.telemetry.as_str(), "faults" | "probe") {
+            return Err(invalid(
+                &p("telemetry"),
+                format!(
+                    "`{}` is not a telemetry source; use \"faults\" or \"probe\"",
+                    self.telemetry
+                ),
+            ));
+        }
         check_range(
             &p("sampler.scan_period_ms"),
             self.sampler.scan_period_ms,
@@ -357,7 +375,7 @@ impl RuntimeConfig {
     /// the program starts on). One line naming the field; `tiermem run` exits 2 on it
     /// before the program starts, so nothing is moved.
     pub fn check_nodes(&self, path: &str) -> Result<()> {
-        let dram = crate::numa::current_node();
+        let dram = crate::numa::dram_node();
         let mut seen: Vec<(u32, String)> = Vec::new();
         for (i, t) in self.tiers.iter().enumerate() {
             let tp = format!("{}[{i}]", tiermem_core::config::join(path, "tiers"));

@@ -29,6 +29,7 @@ pub mod control;
 pub mod launch;
 pub mod numa;
 pub mod pool;
+pub mod probe;
 pub mod runtime;
 pub mod stats;
 pub mod sys;

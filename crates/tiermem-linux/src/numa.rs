@@ -99,6 +99,31 @@ pub fn current_node() -> u32 {
     }
 }
 
+/// The node the program's DRAM is on: the current CPU's node when it has memory, else the
+/// memory node nearest to it (sysfs `distance`; a CPU on a memory-less node).
+pub fn dram_node() -> u32 {
+    let here = current_node();
+    let mem = memory_nodes();
+    if mem.contains(&here) {
+        return here;
+    }
+    let dist: Vec<u32> = read(&format!("{NODE_SYSFS}/node{here}/distance"))
+        .map(|t| {
+            t.split_whitespace()
+                .filter_map(|d| d.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let online = online_nodes();
+    mem.iter()
+        .copied()
+        .min_by_key(|&m| {
+            let k = online.iter().position(|&o| o == m);
+            (k.and_then(|k| dist.get(k).copied()).unwrap_or(u32::MAX), m)
+        })
+        .unwrap_or(0)
+}
+
 /// Parse a sysfs node/CPU list ("0-2,4").
 pub fn parse_list(text: &str) -> Vec<u32> {
     let mut v = Vec::new();
@@ -149,31 +174,36 @@ pub fn node_memory_bytes(n: u32) -> Option<u64> {
 }
 
 /// HMAT's view of node `n` from its nearest initiators (ACPI HMAT, Linux 5.2+
-/// `access0/initiators`): (read latency ns, read bandwidth MB/s), where the firmware gives it.
+/// `access0/initiators`): (read latency ns, read bandwidth MB/s; 0 where the firmware
+/// gives none), or None without a latency.
 pub fn hmat(n: u32) -> Option<(f64, f64)> {
     let base = format!("{NODE_SYSFS}/node{n}/access0/initiators");
-    let lat = read(&format!("{base}/read_latency"))?.trim().parse().ok()?;
-    let bw = read(&format!("{base}/read_bandwidth"))?
-        .trim()
-        .parse()
-        .ok()?;
-    Some((lat, bw))
+    let num = |f: &str| -> Option<f64> { read(&format!("{base}/{f}"))?.trim().parse().ok() };
+    let lat = num("read_latency").filter(|&l| l > 0.0)?;
+    Some((lat, num("read_bandwidth").unwrap_or(0.0)))
 }
 
 /// Why node `n` cannot hold a tier, if it cannot: not online, or no memory.
 pub fn check_node(n: u32) -> Result<(), String> {
-    let online = online_nodes();
+    let mem: Vec<u32> = memory_nodes()
+        .into_iter()
+        .filter(|&m| node_memory_bytes(m) != Some(0))
+        .collect();
+    check_node_in(n, &online_nodes(), &mem)
+}
+
+/// `check_node` over given lists of online nodes and nodes with memory.
+pub fn check_node_in(n: u32, online: &[u32], mem: &[u32]) -> Result<(), String> {
     if !online.contains(&n) {
         return Err(format!(
             "node {n} does not exist here (online nodes: {}); see `numactl -H`",
-            join(&online)
+            join(online)
         ));
     }
-    let mem = memory_nodes();
-    if !mem.contains(&n) || node_memory_bytes(n) == Some(0) {
+    if !mem.contains(&n) {
         return Err(format!(
             "node {n} has no memory (nodes with memory: {}); a node tier needs a memory node",
-            join(&mem)
+            join(mem)
         ));
     }
     Ok(())
@@ -210,6 +240,17 @@ mod tests {
         let mut st2 = [i32::MIN; 1];
         assert_eq!(move_pages(0, &[a], &[st[0]], &mut st2, MPOL_MF_MOVE), 0);
         assert_eq!(st2[0], st[0]);
+    }
+
+    #[test]
+    fn memoryless_node_is_refused_by_name() {
+        // A CPU node without memory (as QEMU's `-numa node,cpus=1` without memdev).
+        let e = check_node_in(1, &[0, 1, 2], &[0, 2]).unwrap_err();
+        assert!(
+            e.contains("node 1 has no memory") && e.contains("0,2"),
+            "{e}"
+        );
+        assert!(check_node_in(2, &[0, 1, 2], &[0, 2]).is_ok());
     }
 
     #[test]

@@ -165,6 +165,8 @@ pub struct Runtime {
     pub dram_node: u32,
     /// Some tier is a node tier.
     pub has_node_tiers: bool,
+    /// The loaded-latency probe (`telemetry = "probe"`).
+    pub probe: Option<crate::probe::Probe>,
     st: Mutex<State>,
     pub start_ns: u64,
     pub fault_tid: AtomicI32,
@@ -345,6 +347,9 @@ impl Runtime {
             cbuf: Vec::with_capacity(8192),
             pbuf: vec![0u8; PAGE],
         };
+        let probe = (cfg.telemetry == "probe").then(|| {
+            crate::probe::Probe::new(&nodes, crate::numa::dram_node(), cfg.quantum_ns())
+        });
         let rt: &'static Runtime = Box::leak(Box::new(Runtime {
             min_region: cfg.min_region_bytes() as usize,
             cfg,
@@ -353,8 +358,9 @@ impl Runtime {
             arena_pages: (arena_bytes / PAGE) as u32,
             hint_base: staging,
             evict_base: staging + HINT_SLOTS * PAGE,
-            dram_node: crate::numa::current_node(),
+            dram_node: crate::numa::dram_node(),
             has_node_tiers: nodes.iter().any(|n| n.is_some()),
+            probe,
             st: Mutex::new(st),
             start_ns: sys::now_ns(),
             fault_tid: AtomicI32::new(0),
@@ -382,6 +388,13 @@ impl Runtime {
             rt.fault_tid.store(sys::gettid(), Ordering::Relaxed);
             rt.fault_loop();
         })?;
+        if rt.probe.is_some() {
+            spawn_internal(rt, c"tiermem-probe", 256 << 10, |rt| {
+                if let Some(p) = &rt.probe {
+                    p.run(&rt.stop);
+                }
+            })?;
+        }
         spawn_internal(rt, c"tiermem-mgr", 1 << 20, |rt| {
             rt.manager_tid.store(sys::gettid(), Ordering::Relaxed);
             crate::backend::manager_loop(rt);
@@ -492,6 +505,9 @@ impl Runtime {
             policy: st.policy.clone(),
             tracker: st.tracker.clone(),
             dram_latency_ns: st.latency_ns.first().copied().unwrap_or(0.0),
+            probe_cpu_share: self.probe.as_ref().map_or(0.0, |p| {
+                p.cpu_s() / ((sys::now_ns() - self.start_ns) as f64 / 1e9).max(1e-9)
+            }),
         }
     }
 }

@@ -1,9 +1,10 @@
 # Helpers sourced by the guest scripts (busybox sh). RESULT lines are what the host asserts.
 result() { echo "RESULT $*"; }
 
-# The sort job's input: 200 000 hex words (about 1.4 MB; sort holds it in one large buffer).
+# The sort job's input: 100 000 hex words (about 300 KB; sort's buffer is one large
+# managed allocation).
 make_input() {
-    head -c 200000 /dev/urandom | od -An -tx1 -v | tr -s ' ' '\n' | grep -v '^$' > /tmp/in.txt
+    head -c 100000 /dev/urandom | od -An -tx1 -v | tr -s ' ' '\n' | grep -v '^$' > /tmp/in.txt
 }
 
 # HMAT as the guest kernel exports it (node N's latency from the CPUs of node 0).
@@ -15,16 +16,17 @@ hmat() {
 # A JSON number field of `tiermem stat --json` (no jq in the guest).
 json_num() { grep -o "\"$1\": *[0-9.]*" | head -1 | sed 's/.*: *//'; }
 
-# Pages of PID's mappings on node N, summed over /proc/PID/numa_maps (the kernel's view).
-numa_maps_pages() { grep -o " N$2=[0-9]*" "/proc/$1/numa_maps" | cut -d= -f2 | awk '{s+=$1} END {print s+0}'; }
+# Anonymous pages of PID on node N, summed over /proc/PID/numa_maps (the kernel's view;
+# file pages, e.g. the binaries in the initramfs, are left out).
+numa_maps_pages() { grep -v 'file=' "/proc/$1/numa_maps" | grep -o " N$2=[0-9]*" | cut -d= -f2 | awk '{s+=$1} END {print s+0}'; }
 
 # tiermem-touch (16 MiB, written then idle, then read back and checked) under CONFIG with
 # POLICY; once it idles with its whole footprint managed, compare where the runtime says
-# its pages are on node NODE (`tiermem stat`) with where the kernel has them (numa_maps),
-# and the DRAM tier with the budget. Prints RESULT LABEL_* lines.
+# its pages are on each node of NODES (`tiermem stat`) with where the kernel has them
+# (numa_maps), and the DRAM tier with the budget. Prints RESULT LABEL_* lines.
 placement_check() {
-    label=$1 config=$2 policy=$3 node=$4
-    tiermem run --config "$config" --policy "$policy" -- tiermem-touch --mb 16 --settle-ms 15000 > /tmp/touch.out 2>&1 &
+    label=$1 config=$2 policy=$3 nodes=$4
+    tiermem run --config "$config" --policy "$policy" -- tiermem-touch --mb 16 --settle-ms 6000 > /tmp/touch.out 2>&1 &
     pid=$!
     for _ in $(seq 40); do
         sleep 1
@@ -32,18 +34,30 @@ placement_check() {
         [ "$(json_num footprint_bytes < /tmp/stat.json)" -ge $((16 << 20)) ] && break
     done
     sleep 2 # the policy's moves after the last write
-    maps=$(numa_maps_pages "$pid" "$node")
+    for n in $nodes; do eval "maps_$n=$(numa_maps_pages "$pid" "$n")"; done
     tiermem stat "$pid" --json > /tmp/stat.json
-    result "${label}_numa_maps_node_pages" "$maps"
-    result "${label}_stat_node_pages" "$(grep -A4 "\"name\": \"[0-9]*:node$node\"" /tmp/stat.json | json_num pages)"
+    tiermem stat "$pid" > /tmp/stat.txt
+    for n in $nodes; do
+        result "${label}_numa_maps_node${n}_pages" "$(eval echo "\$maps_$n")"
+        result "${label}_stat_node${n}_pages" "$(grep -A4 "\"name\": \"[0-9]*:node$n\"" /tmp/stat.json | json_num pages)"
+        result "${label}_node${n}_latency_ns" "$(grep -A12 "\"name\": \"[0-9]*:node$n\"" /tmp/stat.json | json_num latency_ns)"
+        result "${label}_stat_table_node${n}" "$(grep -c ":node$n" /tmp/stat.txt)"
+    done
     result "${label}_resident_bytes" "$(json_num resident_bytes < /tmp/stat.json)"
     result "${label}_budget_bytes" "$(json_num budget_bytes < /tmp/stat.json)"
-    result "${label}_max_over_budget_bytes" "$(json_num max_over_budget_bytes < /tmp/stat.json)"
     result "${label}_footprint_bytes" "$(json_num footprint_bytes < /tmp/stat.json)"
-    result "${label}_latency_ns" "$(grep -A12 "\"name\": \"[0-9]*:node$node\"" /tmp/stat.json | json_num latency_ns)"
     wait "$pid"
     result "${label}_touch_rc" "$?"
     result "${label}_touch" "$(grep -o 'checksum_ok=[a-z]*' /tmp/touch.out)"
+}
+
+# A real program's output under CONFIG with every node-capable policy (RESULT
+# sort_LABEL_POLICY md5), beside a plain run's (RESULT sort_plain md5).
+sort_all_policies() {
+    label=$1 config=$2
+    for p in budget hemem tpp memtis hemem+colloid tpp+colloid memtis+colloid; do
+        result "sort_${label}_$p" "$(tiermem run --config "$config" --policy $p -- sort /tmp/in.txt | md5sum | cut -d' ' -f1)"
+    done
 }
 
 # Bad node input: one line on stderr, exit 2, the program never runs.
@@ -57,6 +71,7 @@ bad_node() {
     result "bad_${label}_msg" "$(head -1 /tmp/bad.err)"
 }
 
+# bad_input_checks NODE: a node that does not exist, the DRAM node, NODE named twice.
 bad_input_checks() {
     n='[[runtime.tiers]]
 kind = "node"'
@@ -68,8 +83,8 @@ name = \"n\"
 node = 0"
     bad_node twice "$n
 name = \"a\"
-node = 1
+node = $1
 $n
 name = \"b\"
-node = 1"
+node = $1"
 }
