@@ -16,8 +16,11 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// Bytes of each node's ring: several times a core's share of a typical LLC.
 pub const RING_BYTES: usize = 4 << 20;
-/// Dependent loads per measurement.
-const HOPS: usize = 4096;
+/// Dependent loads per measurement: at ~100-400 ns each on hardware, 0.1-0.4 ms per node
+/// per period (a few % of a core with three nodes at 20 ms).
+const HOPS: usize = 1024;
+/// Shortest period between measurements.
+const MIN_PERIOD_NS: u64 = 20_000_000;
 /// One slot per cache line.
 const LINE: usize = 64;
 /// mbind(2) mode: only this node.
@@ -46,7 +49,7 @@ impl Probe {
             latency_bits: (0..tier_nodes.len()).map(|_| AtomicU64::new(0)).collect(),
             targets,
             tid: AtomicI32::new(0),
-            period_ns: period_ns.max(1_000_000),
+            period_ns: period_ns.max(MIN_PERIOD_NS),
         }
     }
 
