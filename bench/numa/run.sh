@@ -13,9 +13,9 @@ scripts/numa-guest.sh build target/release || exit 1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat > "$work/test.sh" <<'SH'
-tiermem-move-bench --mb ${MB:-32} --rounds 2
+tiermem-move-bench --mb ${MB:-8} --rounds 1
 SH
-sed -i "s/\${MB:-32}/${MB:-32}/" "$work/test.sh"
+sed -i "s/\${MB:-8}/${MB:-8}/" "$work/test.sh"
 : > "$work/common.sh"
 scripts/numa-guest.sh run 2node "$work/test.sh" 300 | tr -d '\r' | grep '^move-bench' | tee "$work/out"
 [ -s "$work/out" ] || { echo "move-bench: no result from the guest" >&2; exit 1; }

@@ -347,9 +347,8 @@ impl Runtime {
             cbuf: Vec::with_capacity(8192),
             pbuf: vec![0u8; PAGE],
         };
-        let probe = (cfg.telemetry == "probe").then(|| {
-            crate::probe::Probe::new(&nodes, crate::numa::dram_node(), cfg.quantum_ns())
-        });
+        let probe = (cfg.telemetry == "probe")
+            .then(|| crate::probe::Probe::new(&nodes, crate::numa::dram_node(), cfg.quantum_ns()));
         let rt: &'static Runtime = Box::leak(Box::new(Runtime {
             min_region: cfg.min_region_bytes() as usize,
             cfg,
