@@ -90,6 +90,8 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
         cfg.fault_around = f.clone();
     }
     cfg.validate("runtime")?;
+    // The nodes named exist, have memory and are each used once (sysfs; before any page moves).
+    cfg.check_nodes("runtime")?;
     // A policy the runtime cannot serve is refused now, in one line, not by a manager
     // thread that would leave the program untiered.
     tiermem_linux::backend::check_policy(&cfg)?;
@@ -285,6 +287,12 @@ pub fn render(s: &Stats) -> String {
         s.room_waits,
         s.room_wait_s
     ));
+    if s.probe_cpu_share > 0.0 {
+        o.push_str(&format!(
+            "latency probe: {:.3}% of a core (a pointer chase per memory node each quantum)\n",
+            s.probe_cpu_share * 100.0
+        ));
+    }
     if s.fault_around.mode != "4KiB" && !s.fault_around.mode.is_empty() {
         let f = &s.fault_around;
         o.push_str(&format!(

@@ -148,15 +148,11 @@ fn kind_field_and_backend_mismatches_name_the_path_and_the_fix() {
             "runtime.tiers[1].write_cost",
             "simulator",
         ),
-        // A node tier in the runtime (not implemented there).
+        // A node tier in the runtime names its NUMA node.
         (
-            runtime_with_tiers(&[
-                TIERS,
-                "name = \"n\"\nkind = \"node\"\nnode = 1\n",
-                COMPRESSED,
-            ]),
-            "runtime.tiers[1].kind",
-            "not implemented",
+            runtime_with_tiers(&[TIERS, "name = \"n\"\nkind = \"node\"\n", COMPRESSED]),
+            "runtime.tiers[1].node",
+            "missing",
         ),
         // A bounded compressed tier in the runtime.
         (

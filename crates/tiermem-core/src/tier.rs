@@ -124,7 +124,8 @@ pub enum TierBackend {
     /// `capacity` (the pool's physical bytes) and no physics fields (the codec gives them).
     Sim,
     /// The Linux runtime: tier 0 is `dram` (its `capacity` is the DRAM budget), then
-    /// `compressed` tiers (unlimited: no `capacity`). No simulator physics.
+    /// `node` tiers (`node = N`, bounded by the node's memory) and `compressed` tiers
+    /// (unlimited: no `capacity`). No simulator physics.
     Runtime,
 }
 
@@ -352,10 +353,16 @@ impl TierConfig {
                     }
                 }
                 match kind {
-                    TierKind::Node { .. } => {
+                    TierKind::Node { node: None } => {
                         return Err(invalid(
-                            &f("kind"),
-                            "\"node\" tiers (NUMA/CXL nodes via move_pages) are not implemented in the runtime yet; use \"dram\" and \"compressed\" tiers",
+                            &f("node"),
+                            "missing; a node tier in the runtime holds its pages on a NUMA node: add e.g. `node = 1` (see `numactl -H`)",
+                        ))
+                    }
+                    TierKind::Node { .. } if self.capacity.is_some() => {
+                        return Err(invalid(
+                            &f("capacity"),
+                            "a node tier is bounded by its node's memory in the runtime: remove it; limit DRAM with the dram tier's capacity or runtime.dram_budget",
                         ))
                     }
                     TierKind::Compressed { .. } if self.capacity.is_some() => {
@@ -441,7 +448,7 @@ pub fn validate_tiers(tiers: &[TierConfig], path: &str, backend: TierBackend) ->
         if backend == TierBackend::Runtime && (i == 0) != (t.kind == "dram") {
             return Err(invalid(
                 &join(&tp, "kind"),
-                "the runtime's tier 0 is its DRAM, and only tier 0: give [[runtime.tiers]] as one kind = \"dram\" tier, then the compressed tiers",
+                "the runtime's tier 0 is its DRAM, and only tier 0: give [[runtime.tiers]] as one kind = \"dram\" tier, then the node and compressed tiers",
             ));
         }
         if let Some(j) = tiers[..i].iter().position(|o| o.name == t.name) {
@@ -473,7 +480,7 @@ pub fn validate_tiers(tiers: &[TierConfig], path: &str, backend: TierBackend) ->
     if backend == TierBackend::Runtime && tiers.len() < 2 {
         return Err(invalid(
             path,
-            "the runtime needs a kind = \"compressed\" tier after the dram tier (demotions go to the first)",
+            "the runtime needs a kind = \"node\" or \"compressed\" tier after the dram tier (demotions go to the first)",
         ));
     }
     Ok(())

@@ -85,6 +85,8 @@ pub struct RuntimeBackend {
     /// Compression output buffer of `apply` (used without the state lock).
     cbuf: Vec<u8>,
     range_bufs: RangeBufs,
+    /// The moves of a batch that are not node moves (`Runtime::node_batch`).
+    rest: Vec<(usize, u8)>,
     /// The fault thread's kick counter as last seen (`Runtime::kick`).
     kicks_seen: u32,
     /// One tenant: this process.
@@ -102,7 +104,7 @@ pub struct RuntimeBackend {
 impl RuntimeBackend {
     pub fn new(rt: &'static Runtime) -> RuntimeBackend {
         // Capacities are not bounds here: the budget policy limits DRAM, pools grow.
-        let specs: Vec<TierSpec> = rt.cfg.tiers.iter().map(|t| t.spec(u64::MAX)).collect();
+        let specs: Vec<TierSpec> = rt.cfg.tiers.iter().map(node_tier_spec).collect();
         RuntimeBackend {
             rt,
             specs,
@@ -116,6 +118,7 @@ impl RuntimeBackend {
             now: sys::now_ns(),
             cbuf: Vec::with_capacity(8192),
             range_bufs: RangeBufs::default(),
+            rest: Vec::with_capacity(EVICT_BATCH),
             kicks_seen: 0,
             tenants: vec![TenantSpec {
                 id: TenantId::FIRST,
@@ -257,7 +260,10 @@ impl RuntimeBackend {
         self.last_hint_faults = st.hint_faults;
         let staged = st.hint_staged().max(1) as f64;
         let touch_rate = hints as f64 / dt_s * (st.resident as f64 / staged).max(1.0);
-        let dram_ns = self.specs[0].unloaded_latency_ns;
+        let probe = self.rt.probe.as_ref();
+        let dram_ns = probe
+            .and_then(|p| p.latency_ns(0))
+            .unwrap_or(self.specs[0].unloaded_latency_ns);
         self.telemetry.clear();
         self.telemetry.push(TierTelemetry {
             used_bytes: st.resident * PAGE as u64,
@@ -269,7 +275,25 @@ impl RuntimeBackend {
         self.last_tier.resize(st.tiers.len(), (0, 0));
         st.latency_ns.resize(st.tiers.len() + 1, 0.0);
         st.latency_ns[0] = dram_ns;
-        for (t, last) in st.tiers.iter().zip(&mut self.last_tier) {
+        for (k, (t, last)) in st.tiers.iter().zip(&mut self.last_tier).enumerate() {
+            if t.node.is_some() {
+                // A node tier: no faults; its pages are touched at the DRAM estimate's rate
+                // per page, served at the node's latency (the probe's, else its unloaded
+                // one from the config or HMAT).
+                let lat = probe
+                    .and_then(|p| p.latency_ns(k + 1))
+                    .unwrap_or(self.specs[k + 1].unloaded_latency_ns);
+                let rate = touch_rate * t.pages as f64 / (st.resident.max(1)) as f64;
+                st.latency_ns[k + 1] = lat;
+                self.telemetry.push(TierTelemetry {
+                    used_bytes: t.pages * PAGE as u64,
+                    capacity_bytes: u64::MAX,
+                    arrival_rate_per_s: rate,
+                    occupancy: rate * lat / 1e9,
+                    ..Default::default()
+                });
+                continue;
+            }
             let faults = t.faults.saturating_sub(last.0) as f64;
             let service_s = t.service_ns.saturating_sub(last.1) as f64 / 1e9;
             *last = (t.faults, t.service_ns);
@@ -373,6 +397,26 @@ impl RuntimeBackend {
         if batch.is_empty() {
             return;
         }
+        // Moves to and from node tiers: one move_pages call per target (quota permitting).
+        let room = quota_bytes.map_or(usize::MAX, |q| {
+            (q.saturating_sub(a.bytes_moved) / PAGE as u64) as usize
+        });
+        let mut rest = std::mem::take(&mut self.rest);
+        let r = self.rt.node_batch(
+            &batch[..batch.len().min(room)],
+            &mut self.range_bufs,
+            &mut rest,
+        );
+        if batch.len() > room {
+            rest.extend_from_slice(&batch[room..]);
+        }
+        a.pages_tried += r.applied + r.already_there + r.no_capacity + r.refused;
+        a.pages_applied += r.applied;
+        a.ops_applied += r.applied;
+        a.bytes_moved += r.applied * PAGE as u64;
+        a.pages_already_there += r.already_there;
+        a.pages_no_capacity += r.no_capacity + r.refused;
+        let batch = &rest[..];
         let mut out = std::mem::take(&mut self.cbuf);
         // The lock is taken per page and never across a compression (`Runtime::evict`), so
         // a fault waits for at most one page move; the batch's staging slots are released
@@ -402,7 +446,25 @@ impl RuntimeBackend {
         let mut st = self.rt.lock();
         self.rt.end_batch(&mut st);
         self.cbuf = out;
+        self.rest = rest;
     }
+}
+
+/// A tier's spec; a node tier's latency and bandwidth, where the config leaves them out,
+/// are what the firmware's HMAT says of its node (sysfs), else the schema's defaults.
+fn node_tier_spec(t: &tiermem_core::tier::TierConfig) -> TierSpec {
+    let mut spec = t.spec(u64::MAX);
+    if let (Some(n), true) = (t.node, t.kind == "node") {
+        if let Some((lat_ns, bw_mbps)) = crate::numa::hmat(n) {
+            if t.unloaded_latency_ns.is_none() && lat_ns > 0.0 {
+                spec.unloaded_latency_ns = lat_ns;
+            }
+            if t.peak_bandwidth_gbps.is_none() && bw_mbps > 0.0 {
+                spec.peak_bandwidth_bytes_per_s = bw_mbps * 1e6;
+            }
+        }
+    }
+    spec
 }
 
 /// This process's name, for its tenant.

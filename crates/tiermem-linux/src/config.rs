@@ -169,6 +169,14 @@ pub struct RuntimeConfig {
     /// Colloid over the policy (the file's `[colloid]`; `--policy NAME+colloid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub colloid: Option<ColloidParams>,
+    /// Where per-tier loaded latency comes from: "faults" (compressed tiers' fault service
+    /// times; DRAM and node tiers at their unloaded latency) or "probe" (a pointer-chasing
+    /// thread per memory node: src/probe.rs, docs/running-on-cxl.md).
+    #[serde(default = "default_telemetry")]
+    pub telemetry: String,
+}
+fn default_telemetry() -> String {
+    "faults".into()
 }
 fn default_stats_mode() -> String {
     "0600".into()
@@ -214,6 +222,7 @@ impl Default for RuntimeConfig {
             stats_mode: default_stats_mode(),
             policy: None,
             colloid: None,
+            telemetry: default_telemetry(),
         }
     }
 }
@@ -286,6 +295,15 @@ impl Validate for RuntimeConfig {
         if let Some(c) = &self.colloid {
             c.validate("colloid")?;
         }
+        if !matches!(self.telemetry.as_str(), "faults" | "probe") {
+            return Err(invalid(
+                &p("telemetry"),
+                format!(
+                    "`{}` is not a telemetry source; use \"faults\" or \"probe\"",
+                    self.telemetry
+                ),
+            ));
+        }
         check_range(
             &p("sampler.scan_period_ms"),
             self.sampler.scan_period_ms,
@@ -333,12 +351,62 @@ impl RuntimeConfig {
     pub fn scan_period_ns(&self) -> u64 {
         (self.sampler.scan_period_ms * 1e6).round() as u64
     }
-    /// "dram" when `backing` names the DRAM tier, else `backing` as written.
+    /// "dram" when `backing` names the DRAM tier, "node:N" when it names node tier N,
+    /// else `backing` as written.
     fn resolve_backing(&self, backing: &str) -> String {
         match self.tiers.iter().find(|t| t.name == backing) {
             Some(t) if t.kind == "dram" => "dram".into(),
+            Some(t) if t.kind == "node" => format!("node:{}", t.node.unwrap_or(0)),
             _ => backing.into(),
         }
+    }
+    /// The NUMA node of each tier (index = runtime tier; None for dram and compressed).
+    pub fn tier_nodes(&self) -> Vec<Option<u32>> {
+        self.tiers
+            .iter()
+            .map(|t| match t.tier_kind("") {
+                Ok(TierKind::Node { node }) => node,
+                _ => None,
+            })
+            .collect()
+    }
+    /// Check the nodes the config names against this machine (sysfs): each exists and has
+    /// memory, none twice (as node tiers or pool backings), none is the DRAM node (the node
+    /// the program starts on). One line naming the field; `tiermem run` exits 2 on it
+    /// before the program starts, so nothing is moved.
+    pub fn check_nodes(&self, path: &str) -> Result<()> {
+        let dram = crate::numa::dram_node();
+        let mut seen: Vec<(u32, String)> = Vec::new();
+        for (i, t) in self.tiers.iter().enumerate() {
+            let tp = format!("{}[{i}]", tiermem_core::config::join(path, "tiers"));
+            let (field, node) = match t.tier_kind("") {
+                Ok(TierKind::Node { node: Some(n) }) => (format!("{tp}.node"), n),
+                Ok(TierKind::Compressed { backing, .. }) => {
+                    // A pool may share a node with a node tier or another pool.
+                    if let Ok(Backing::Node(n)) = Backing::parse(&self.resolve_backing(&backing)) {
+                        crate::numa::check_node(n)
+                            .map_err(|e| invalid(&format!("{tp}.backing"), e))?;
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            crate::numa::check_node(node).map_err(|e| invalid(&field, e))?;
+            if node == dram && t.kind == "node" {
+                return Err(invalid(
+                    &field,
+                    format!("node {node} is the DRAM node (the program runs there); a node tier names another memory node, see `numactl -H`"),
+                ));
+            }
+            if let Some((_, other)) = seen.iter().find(|(n, _)| *n == node) {
+                return Err(invalid(
+                    &field,
+                    format!("node {node} is already used by {other}; give each tier its own node"),
+                ));
+            }
+            seen.push((node, field));
+        }
+        Ok(())
     }
     /// The compressed tiers (runtime tiers 1, 2, ...), defaults filled in.
     pub fn compressed_tiers(&self) -> Vec<CompressedTier> {
@@ -440,12 +508,12 @@ mod tests {
     #[test]
     fn node_backing_is_refused_by_name() {
         let e = file(&format!(
-            "{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nbacking = \"node:1\"\n"
+            "{DRAM}[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nbacking = \"node:x\"\n"
         ))
         .unwrap_err()
         .to_string();
         assert!(
-            e.contains("runtime.tiers[1].backing") && e.contains("not implemented"),
+            e.contains("runtime.tiers[1].backing") && e.contains("node:N"),
             "{e}"
         );
         // The DRAM tier's name or "dram".

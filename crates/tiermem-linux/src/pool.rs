@@ -23,11 +23,13 @@ use std::collections::BinaryHeap;
 const SLAB_BYTES: usize = 16 * 1024;
 const CHUNK_BYTES: usize = 64 << 20;
 
-/// Where a pool's slabs live. Plain memory of the program's process now; a NUMA node
-/// (CXL or remote memory, slabs bound with mbind) is the seam for a later backend.
+/// Where a pool's slabs live: the program's own memory (DRAM), or a NUMA node (CXL or
+/// remote memory: TierScape's "compressed tier on slower media"), slabs bound there with
+/// mbind(2) before they are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Backing {
     Memory,
+    Node(u32),
 }
 
 impl Backing {
@@ -35,16 +37,27 @@ impl Backing {
         match s {
             "dram" => Ok(Self::Memory),
             "memory" => Err("`backing = \"memory\"` is now `backing = \"dram\"`; rename it".into()),
-            _ => Err(format!(
-                "backing `{s}`: node backing (a pool in a NUMA/CXL node) is not implemented in the runtime yet; use \"dram\""
-            )),
+            _ => match s.strip_prefix("node:").map(|n| n.parse::<u32>()) {
+                Some(Ok(n)) => Ok(Self::Node(n)),
+                _ => Err(format!(
+                    "backing `{s}`: give \"dram\", a dram/node tier's name or \"node:N\" (N a NUMA node number)"
+                )),
+            },
         }
     }
     /// Map `len` bytes of slab space (physical memory only for the slab pages written).
     fn map(&self, len: usize) -> Option<usize> {
-        match self {
-            Self::Memory => sys::map_anon(len).ok(),
+        let a = sys::map_anon(len).ok()?;
+        if let Self::Node(n) = *self {
+            // SAFETY: the chunk was just mapped and holds nothing yet: the policy only
+            // decides where its pages will be allocated.
+            if unsafe { crate::numa::mbind_node(a, len, crate::numa::MPOL_PREFERRED, n) }.is_err() {
+                // SAFETY: unmaps the chunk just mapped above; nothing refers to it.
+                unsafe { sys::munmap(a, len) };
+                return None;
+            }
         }
+        Some(a)
     }
 }
 

@@ -165,6 +165,9 @@ pub struct Stats {
     /// DRAM's latency as the policy sees it, ns (its unloaded latency: no PMU here).
     #[serde(default)]
     pub dram_latency_ns: f64,
+    /// The loaded-latency probe's CPU time over the run's wall time (0: no probe).
+    #[serde(default)]
+    pub probe_cpu_share: f64,
 }
 
 impl Stats {

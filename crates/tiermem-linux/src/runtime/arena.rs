@@ -112,6 +112,19 @@ impl Runtime {
         }
         // SAFETY: an advice on the range just mapped; no memory is freed.
         unsafe { sys::madvise(a, len, libc::MADV_NOHUGEPAGE) };
+        if self.has_node_tiers {
+            // New managed memory starts in DRAM (the node the program started on), falling
+            // back to other nodes only when it is full; the policy moves it from there.
+            // SAFETY: a placement policy on the range just mapped, which holds no page yet.
+            if let Err(e) = unsafe {
+                crate::numa::mbind_node(a, len, crate::numa::MPOL_PREFERRED, self.dram_node)
+            } {
+                report(&format!(
+                    "mbind of a new region to node {} failed: {e}",
+                    self.dram_node
+                ));
+            }
+        }
         if let Err(e) = self.uffd.register(a, len) {
             self.reserve(a, len);
             return Err(e);
@@ -368,10 +381,14 @@ impl Runtime {
             if src.state.in_dram() {
                 st.resident -= 1;
             }
-            if let PageState::Staged { slot } = src.state {
+            if let PageState::Staged { slot, .. } = src.state {
                 st.hint_owner[slot as usize].0 = (dst + k) as u32;
             }
+            // `set` below counts the page in its tier again.
             if let PageState::Compressed { tier, .. } = src.state {
+                st.tiers[tier as usize - 1].pages -= 1;
+            }
+            if let Some(tier) = src.state.node_tier() {
                 st.tiers[tier as usize - 1].pages -= 1;
             }
             st.set(dst + k, src);

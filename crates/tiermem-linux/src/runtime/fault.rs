@@ -193,21 +193,21 @@ impl Runtime {
                 st.first_touch += 1;
                 st.events.push(HeatEvent::Accessed { page: i as u32 });
             }
-            PageState::Resident => {
+            PageState::Resident | PageState::Node { .. } => {
                 // A stale message (another thread's fault already served), or the kernel
                 // dropped the page (MADV_FREE reclaimed it): zero is right in both cases.
                 if self.uffd.zeropage(a, PAGE) != Op::Done {
                     self.uffd.wake(a, PAGE);
                 }
             }
-            PageState::Staged { slot } => {
+            PageState::Staged { slot, home } => {
                 let slot = slot as usize;
                 let staged_at = st.hint_owner[slot].1;
                 match self.uffd.mv(a, self.hint_base + slot * PAGE, PAGE, true) {
                     Op::Done => {
                         Self::free_slot(st, slot as u32, false);
                         let f = st.pages[i].flags & !F_INCOMPRESSIBLE;
-                        st.set(i, Page::new(PageState::Resident, f));
+                        st.set(i, Page::new(PageState::mapped_in(home), f));
                         st.hint_faults += 1;
                         st.events.push(HeatEvent::HintFault {
                             page: i as u32,
@@ -287,7 +287,7 @@ impl Runtime {
         let a = self.addr(i);
         let p = st.pages[i];
         match p.state {
-            PageState::Staged { slot } => {
+            PageState::Staged { slot, home } => {
                 let slot = slot as usize;
                 let op = self.uffd.mv(a, self.hint_base + slot * PAGE, PAGE, true);
                 if op != Op::Done {
@@ -295,7 +295,7 @@ impl Runtime {
                     return false;
                 }
                 Self::free_slot(st, slot as u32, false);
-                st.set(i, Page::new(PageState::Resident, p.flags));
+                st.set(i, Page::new(PageState::mapped_in(home), p.flags));
                 true
             }
             PageState::Compressed { tier, handle } => {
@@ -335,7 +335,9 @@ impl Runtime {
                     }
                 }
             }
-            PageState::Hole | PageState::Absent | PageState::Resident => true,
+            PageState::Hole | PageState::Absent | PageState::Resident | PageState::Node { .. } => {
+                true
+            }
         }
     }
 

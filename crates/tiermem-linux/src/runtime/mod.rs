@@ -34,12 +34,14 @@ mod fault;
 pub mod fault_around;
 mod fork;
 mod mover;
+mod node;
 mod page;
 mod sampler;
 mod thrash;
 
 pub use fork::SHARED_RECHECK_NS;
 pub use mover::{MoveResult, RangeBufs, RangeOutcome};
+pub use node::NodeBufs;
 pub use page::{Page, PageState, Pin, PoolHandle, NO_TIER};
 pub use thrash::{Thrash, THRASH_SHARE, THRASH_WINDOW_NS};
 
@@ -68,7 +70,10 @@ const SLACK_MIN_PAGES: u64 = 256;
 /// mremap(2) flag (Linux 5.7): move the pages, leave the source mapped and empty.
 const MREMAP_DONTUNMAP: i32 = 4;
 
+/// A lower tier: compressed (codec + pool), or a node tier (`node`: its pages are mapped,
+/// on that NUMA node; codec and pool unused).
 pub struct CTier {
+    pub node: Option<u32>,
     pub codec: Codec,
     pub pool: Pool,
     pub max_bytes: usize,
@@ -130,6 +135,9 @@ pub struct State {
     /// pages between tiers, and the pages they moved: a 2 MiB range move is one operation.
     pub move_ops: u64,
     pub moved_pages: u64,
+    /// move_pages(2) calls made for node tiers, and the pages they moved.
+    pub node_move_calls: u64,
+    pub node_moved_pages: u64,
     pub forks: u64,
     pub quanta: u64,
     /// The policy's tracker needs hint-fault samples even while the footprint fits the
@@ -152,6 +160,13 @@ pub struct Runtime {
     pub min_region: usize,
     hint_base: usize,
     evict_base: usize,
+    /// The node DRAM pages live on: the node the program started on (node tiers' pages go
+    /// back there; new managed memory is bound there when node tiers are configured).
+    pub dram_node: u32,
+    /// Some tier is a node tier.
+    pub has_node_tiers: bool,
+    /// The loaded-latency probe (`telemetry = "probe"`).
+    pub probe: Option<crate::probe::Probe>,
     st: Mutex<State>,
     pub start_ns: u64,
     pub fault_tid: AtomicI32,
@@ -254,16 +269,27 @@ impl Runtime {
         // SAFETY: an advice on the staging mapping just created; no memory is freed.
         unsafe { sys::madvise(staging, staging_bytes, libc::MADV_NOHUGEPAGE) };
         uffd.register(staging, staging_bytes)?;
+        // Runtime tiers 1.. in config order: node tiers and compressed tiers.
+        let compressed = cfg.compressed_tiers();
+        let nodes = cfg.tier_nodes();
         let tiers = cfg
-            .compressed_tiers()
+            .tiers
             .iter()
-            .map(|t| CTier {
-                codec: Codec::parse(&t.codec).unwrap_or(Codec::Lz4),
+            .enumerate()
+            .skip(1)
+            .map(|(k, t)| (compressed.iter().find(|c| c.name == t.name), nodes[k]))
+            .map(|(c, node)| CTier {
+                node,
+                codec: c
+                    .and_then(|c| Codec::parse(&c.codec).ok())
+                    .unwrap_or(Codec::Lz4),
                 pool: Pool::new(
-                    AllocatorKind::parse(&t.allocator).unwrap_or(AllocatorKind::Zsmalloc),
-                    Backing::parse(&t.backing).unwrap_or(Backing::Memory),
+                    c.and_then(|c| AllocatorKind::parse(&c.allocator).ok())
+                        .unwrap_or(AllocatorKind::Zsmalloc),
+                    c.and_then(|c| Backing::parse(&c.backing).ok())
+                        .unwrap_or(Backing::Memory),
                 ),
-                max_bytes: t.max_compressed_bytes as usize,
+                max_bytes: c.map(|c| c.max_compressed_bytes as usize).unwrap_or(0),
                 pages: 0,
                 faults: 0,
                 hist: Histogram::default(),
@@ -310,6 +336,8 @@ impl Runtime {
             maybe_shared: false,
             move_ops: 0,
             moved_pages: 0,
+            node_move_calls: 0,
+            node_moved_pages: 0,
             forks: 0,
             quanta: 0,
             sample_always: false,
@@ -319,6 +347,8 @@ impl Runtime {
             cbuf: Vec::with_capacity(8192),
             pbuf: vec![0u8; PAGE],
         };
+        let probe = (cfg.telemetry == "probe")
+            .then(|| crate::probe::Probe::new(&nodes, crate::numa::dram_node(), cfg.quantum_ns()));
         let rt: &'static Runtime = Box::leak(Box::new(Runtime {
             min_region: cfg.min_region_bytes() as usize,
             cfg,
@@ -327,6 +357,9 @@ impl Runtime {
             arena_pages: (arena_bytes / PAGE) as u32,
             hint_base: staging,
             evict_base: staging + HINT_SLOTS * PAGE,
+            dram_node: crate::numa::dram_node(),
+            has_node_tiers: nodes.iter().any(|n| n.is_some()),
+            probe,
             st: Mutex::new(st),
             start_ns: sys::now_ns(),
             fault_tid: AtomicI32::new(0),
@@ -354,6 +387,13 @@ impl Runtime {
             rt.fault_tid.store(sys::gettid(), Ordering::Relaxed);
             rt.fault_loop();
         })?;
+        if rt.probe.is_some() {
+            spawn_internal(rt, c"tiermem-probe", 256 << 10, |rt| {
+                if let Some(p) = &rt.probe {
+                    p.run(&rt.stop);
+                }
+            })?;
+        }
         spawn_internal(rt, c"tiermem-mgr", 1 << 20, |rt| {
             rt.manager_tid.store(sys::gettid(), Ordering::Relaxed);
             crate::backend::manager_loop(rt);
@@ -421,9 +461,20 @@ impl Runtime {
                 .iter()
                 .enumerate()
                 .map(|(k, t)| TierStats {
-                    name: format!("{}:{}", k + 1, t.codec.name()),
-                    codec: t.codec.name(),
-                    allocator: t.pool.kind.name().into(),
+                    name: match t.node {
+                        Some(n) => format!("{}:node{n}", k + 1),
+                        None => format!("{}:{}", k + 1, t.codec.name()),
+                    },
+                    codec: if t.node.is_some() {
+                        "-".into()
+                    } else {
+                        t.codec.name()
+                    },
+                    allocator: if t.node.is_some() {
+                        "-".into()
+                    } else {
+                        t.pool.kind.name().into()
+                    },
                     pages: t.pages,
                     stored_bytes: t.pages * PAGE as u64,
                     compressed_bytes: t.pool.stored_bytes,
@@ -453,6 +504,9 @@ impl Runtime {
             policy: st.policy.clone(),
             tracker: st.tracker.clone(),
             dram_latency_ns: st.latency_ns.first().copied().unwrap_or(0.0),
+            probe_cpu_share: self.probe.as_ref().map_or(0.0, |p| {
+                p.cpu_s() / ((sys::now_ns() - self.start_ns) as f64 / 1e9).max(1e-9)
+            }),
         }
     }
 }

@@ -16,7 +16,7 @@
 //! Each answers a `MoveResult`. This mover keeps evicted pages compressed in pools.
 
 use super::page::{Page, PageState, PoolHandle, F_INCOMPRESSIBLE, F_PINNED, F_SHARED};
-use super::{lock, report, Runtime, State, EVICT_BATCH, EVICT_SLOTS, HINT_SLOTS};
+use super::{lock, report, NodeBufs, Runtime, State, EVICT_BATCH, EVICT_SLOTS, HINT_SLOTS};
 use crate::sys::{self, PAGE};
 use crate::uffd::Op;
 
@@ -33,6 +33,11 @@ impl Runtime {
         let p = st.pages[i];
         if p.flags & F_PINNED != 0 || st.frozen {
             return MoveResult::Refused;
+        }
+        if self.is_node_move(st, p.state, to) {
+            let mut r = Vec::with_capacity(1);
+            self.node_move(st, &[i], to, &mut NodeBufs::default(), &mut r);
+            return r[0];
         }
         match (p.state, to) {
             (PageState::Resident | PageState::Staged { .. }, 0) => MoveResult::AlreadyThere,
@@ -79,9 +84,14 @@ impl Runtime {
                     None => MoveResult::NoCapacity,
                 }
             }
-            (PageState::Compressed { .. } | PageState::Hole | PageState::Absent, _) => {
-                MoveResult::Refused
-            }
+            // A node page to a compressed tier goes through `evict`.
+            (
+                PageState::Compressed { .. }
+                | PageState::Hole
+                | PageState::Absent
+                | PageState::Node { .. },
+                _,
+            ) => MoveResult::Refused,
         }
     }
 
@@ -105,6 +115,20 @@ impl Runtime {
             if i >= st.hwm as usize || to == 0 || to as usize > st.tiers.len() {
                 return self.move_page(&mut st, i, to, slot);
             }
+            if self.tier_node(&st, to).is_some() {
+                return self.move_page(&mut st, i, to, slot);
+            }
+            // A page on a node comes back to DRAM before it is compressed (a UFFDIO_MOVE
+            // to the staging slot would keep it on its node).
+            if matches!(
+                st.pages[i].state,
+                PageState::Node { .. } | PageState::Staged { home: 1.., .. }
+            ) {
+                let r = self.move_page(&mut st, i, 0, slot);
+                if r != MoveResult::Applied {
+                    return r;
+                }
+            }
             let p = st.pages[i];
             if !p.state.in_dram() || p.flags & F_PINNED != 0 || st.frozen {
                 return self.move_page(&mut st, i, to, slot);
@@ -116,7 +140,7 @@ impl Runtime {
                 st.evict_busy += 1;
                 return MoveResult::Refused;
             }
-            let hs = if let PageState::Staged { slot } = p.state {
+            let hs = if let PageState::Staged { slot, .. } = p.state {
                 slot as usize
             } else {
                 let es = HINT_SLOTS + slot;
@@ -137,7 +161,11 @@ impl Runtime {
                     Op::Done => {
                         st.moved_pages += 1;
                         st.hint_owner[es] = (i as u32, sys::now_ns());
-                        st.set(i, Page::new(PageState::Staged { slot: es as u32 }, p.flags));
+                        let staged = PageState::Staged {
+                            slot: es as u32,
+                            home: 0,
+                        };
+                        st.set(i, Page::new(staged, p.flags));
                         es
                     }
                     Op::NoEnt => {
@@ -197,7 +225,7 @@ impl Runtime {
         } else {
             Page::default()
         };
-        if p.state != (PageState::Staged { slot: hs as u32 }) {
+        if !matches!(p.state, PageState::Staged { slot, .. } if slot == hs as u32) {
             // Moved back home (or unmapped, or brought home for a fork) meanwhile.
             if hs < HINT_SLOTS {
                 st.hint_dirty.push(hs as u32); // our read may have left a zero page there
@@ -286,6 +314,10 @@ pub struct RangeBufs {
     outs: Vec<Vec<u8>>,
     /// The decompressed run a range promotion installs with one UFFDIO_COPY.
     run: Vec<u8>,
+    /// Pages of a range or batch that move with move_pages, and their outcomes.
+    node: NodeBufs,
+    node_pages: Vec<usize>,
+    node_results: Vec<MoveResult>,
 }
 
 impl Runtime {
@@ -312,9 +344,34 @@ impl Runtime {
                 return out;
             }
         }
+        // Node tiers: the range's pages in one move_pages call (to a node tier: all of
+        // them; to DRAM: those on a node, before the compressed ones are installed).
+        let mut from_nodes = 0;
+        {
+            let mut st = lock(self);
+            let to_node = to != 0 && self.tier_node(&st, to).is_some();
+            bufs.node_pages.clear();
+            bufs.node_pages.extend(
+                (i0..i0 + n).filter(|&i| to_node || self.is_node_move(&st, st.pages[i].state, to)),
+            );
+            if !bufs.node_pages.is_empty() {
+                let pages = std::mem::take(&mut bufs.node_pages);
+                self.node_move(&mut st, &pages, to, &mut bufs.node, &mut bufs.node_results);
+                for &r in &bufs.node_results {
+                    out.count(r);
+                    from_nodes += (r == MoveResult::Applied) as u64;
+                }
+                bufs.node_pages = pages;
+            }
+            if to_node {
+                return out;
+            }
+        }
         if to == 0 {
             let mut st = lock(self);
             self.promote_range(&mut st, i0, n, bufs, &mut out);
+            // The pages just brought from their nodes were counted once already.
+            out.already_there = out.already_there.saturating_sub(from_nodes);
         } else {
             self.evict_range(i0, n, to, bufs, &mut out);
         }
@@ -345,6 +402,57 @@ impl Runtime {
         out
     }
 
+    /// The moves of `batch` that take move_pages (to a node tier, or from one to DRAM):
+    /// one call per target tier. The other moves are left in `rest`, in order.
+    pub fn node_batch(
+        &self,
+        batch: &[(usize, u8)],
+        bufs: &mut RangeBufs,
+        rest: &mut Vec<(usize, u8)>,
+    ) -> RangeOutcome {
+        let mut out = RangeOutcome::default();
+        rest.clear();
+        let mut st = lock(self);
+        if !self.has_node_tiers {
+            rest.extend_from_slice(batch);
+            return out;
+        }
+        let mut targets: Vec<u8> = Vec::new();
+        for &(i, to) in batch {
+            let s = st.pages.get(i).map(|p| p.state).unwrap_or_default();
+            if self.is_node_move(&st, s, to) {
+                if !targets.contains(&to) {
+                    targets.push(to);
+                }
+            } else {
+                rest.push((i, to));
+            }
+        }
+        for to in targets {
+            bufs.node_pages.clear();
+            bufs.node_pages.extend(
+                batch
+                    .iter()
+                    .filter(|&&(i, t)| {
+                        t == to
+                            && self.is_node_move(
+                                &st,
+                                st.pages.get(i).map(|p| p.state).unwrap_or_default(),
+                                t,
+                            )
+                    })
+                    .map(|&(i, _)| i),
+            );
+            let pages = std::mem::take(&mut bufs.node_pages);
+            self.node_move(&mut st, &pages, to, &mut bufs.node, &mut bufs.node_results);
+            for &r in &bufs.node_results {
+                out.count(r);
+            }
+            bufs.node_pages = pages;
+        }
+        out
+    }
+
     fn evict_range(&self, i0: usize, n: usize, to: u8, b: &mut RangeBufs, out: &mut RangeOutcome) {
         b.staged.clear();
         b.single.clear();
@@ -365,7 +473,7 @@ impl Runtime {
                 let p = st.pages[j];
                 if !movable(p) {
                     match p.state {
-                        PageState::Staged { .. } => b.single.push(j),
+                        PageState::Staged { .. } | PageState::Node { .. } => b.single.push(j),
                         PageState::Compressed { tier, .. } if tier == to => out.already_there += 1,
                         PageState::Compressed { .. } => b.single.push(j),
                         PageState::Resident if p.flags & F_PINNED != 0 => out.refused += 1,
@@ -397,7 +505,11 @@ impl Runtime {
                         let es = HINT_SLOTS + (q - i0);
                         st.hint_owner[es] = (q as u32, now);
                         let f = st.pages[q].flags;
-                        st.set(q, Page::new(PageState::Staged { slot: es as u32 }, f));
+                        let staged = PageState::Staged {
+                            slot: es as u32,
+                            home: 0,
+                        };
+                        st.set(q, Page::new(staged, f));
                         b.staged.push((q, es));
                     }
                     a += moved;
@@ -483,6 +595,11 @@ impl Runtime {
                 PageState::Compressed { .. } if st.pages[j].flags & F_PINNED == 0 => {}
                 PageState::Resident | PageState::Staged { .. } => {
                     out.already_there += 1;
+                    j += 1;
+                    continue;
+                }
+                // Moved (and counted) by `move_range`'s move_pages call.
+                PageState::Node { .. } => {
                     j += 1;
                     continue;
                 }

@@ -20,10 +20,15 @@ pub enum PageState {
     /// Mapped, data in DRAM (the kernel's PTE).
     Resident,
     /// Moved (UFFDIO_MOVE) to staging slot `slot` (a hint slot, or an eviction slot while
-    /// the manager compresses it); an access faults and moves it back.
-    Staged { slot: u32 },
+    /// the manager compresses it); an access faults and moves it back. `home` is the tier
+    /// it returns to: 0 (DRAM), or the node tier it was sampled from (UFFDIO_MOVE moves
+    /// the page-table entry, not the data: the page stays on its node).
+    Staged { slot: u32, home: u8 },
     /// In compressed tier `tier` (1-based: tier 0 is DRAM), pool object `handle`.
     Compressed { tier: u8, handle: PoolHandle },
+    /// Mapped, data on the NUMA node of node tier `tier` (the kernel's PTE; moved there
+    /// with move_pages(2), runtime/node.rs).
+    Node { tier: u8 },
 }
 
 /// A pool handle kept as two 32-bit halves: 4-byte alignment lets `PageState` fit in 12
@@ -45,14 +50,38 @@ impl PageState {
     /// Counted as resident DRAM: in the address space, or staged (still a DRAM page, in a
     /// staging slot).
     pub fn in_dram(self) -> bool {
-        matches!(self, PageState::Resident | PageState::Staged { .. })
+        matches!(
+            self,
+            PageState::Resident | PageState::Staged { home: 0, .. }
+        )
+    }
+
+    /// The node tier whose node holds the page's data (staged for sampling included).
+    pub fn node_tier(self) -> Option<u8> {
+        match self {
+            PageState::Node { tier }
+            | PageState::Staged {
+                home: tier @ 1.., ..
+            } => Some(tier),
+            _ => None,
+        }
+    }
+
+    /// The state of a page mapped back at its address in tier `home` (0: DRAM).
+    pub fn mapped_in(home: u8) -> PageState {
+        if home == 0 {
+            PageState::Resident
+        } else {
+            PageState::Node { tier: home }
+        }
     }
 
     /// The tier the page's data is in, as the policy sees it.
     pub fn placement(self) -> TierId {
         match self {
-            PageState::Resident | PageState::Staged { .. } => TierId(0),
-            PageState::Compressed { tier, .. } => TierId(tier),
+            PageState::Resident => TierId(0),
+            PageState::Staged { home, .. } => TierId(home),
+            PageState::Compressed { tier, .. } | PageState::Node { tier } => TierId(tier),
             PageState::Hole | PageState::Absent => NO_TIER,
         }
     }
@@ -116,6 +145,13 @@ impl State {
             let budget = self.budget_bytes() / PAGE as u64;
             self.max_excess = self.max_excess.max(self.resident.saturating_sub(budget));
         }
+        // Node tiers' page counts live here (a compressed tier's move with its pool object).
+        if let Some(t) = old.node_tier() {
+            self.tiers[t as usize - 1].pages -= 1;
+        }
+        if let Some(t) = new.node_tier() {
+            self.tiers[t as usize - 1].pages += 1;
+        }
         let (was_hole, is_hole) = (old == PageState::Hole, new == PageState::Hole);
         if !was_hole && is_hole {
             self.mapped -= 1;
@@ -126,7 +162,7 @@ impl State {
         }
         // Sharing is a property of the PTE a fork copied: any other state means the page
         // left it (a page installed later is the process's own).
-        let flags = if new == PageState::Resident {
+        let flags = if matches!(new, PageState::Resident | PageState::Node { .. }) {
             p.flags
         } else {
             p.flags & !F_SHARED
@@ -187,8 +223,8 @@ impl Runtime {
                 t.pool.free(handle.get());
                 t.pages -= 1;
             }
-            PageState::Staged { slot } => Self::free_slot(st, slot, true),
-            PageState::Hole | PageState::Absent | PageState::Resident => {}
+            PageState::Staged { slot, .. } => Self::free_slot(st, slot, true),
+            PageState::Hole | PageState::Absent | PageState::Resident | PageState::Node { .. } => {}
         }
     }
 }

@@ -47,7 +47,7 @@ impl Runtime {
             if t != 0 && now - t > STAGE_MAX_NS {
                 let pi = pi as usize;
                 if pi < st.hwm as usize
-                    && st.pages[pi].state == (PageState::Staged { slot: slot as u32 })
+                    && matches!(st.pages[pi].state, PageState::Staged { slot: s, .. } if s == slot as u32)
                 {
                     self.promote(&mut st, pi, None);
                 }
@@ -67,7 +67,14 @@ impl Runtime {
         let max_seen = hwm.min(n.saturating_mul(VISITS_PER_SAMPLE));
         while done < n && seen < max_seen && !st.hint_free.is_empty() {
             let p = st.pages[i];
-            if p.state == PageState::Resident && p.flags & (F_PINNED | F_SHARED) == 0 {
+            // Pages on node tiers are sampled too (their heat decides promotions); the move
+            // keeps the data on its node, and the page returns to its node tier.
+            let home = match p.state {
+                PageState::Resident => Some(0),
+                PageState::Node { tier } => Some(tier),
+                _ => None,
+            };
+            if let (Some(home), 0) = (home, p.flags & (F_PINNED | F_SHARED)) {
                 let slot = *st.hint_free.last().unwrap() as usize;
                 match self
                     .uffd
@@ -78,7 +85,13 @@ impl Runtime {
                         st.hint_owner[slot] = (i as u32, now);
                         st.set(
                             i,
-                            Page::new(PageState::Staged { slot: slot as u32 }, p.flags),
+                            Page::new(
+                                PageState::Staged {
+                                    slot: slot as u32,
+                                    home,
+                                },
+                                p.flags,
+                            ),
                         );
                         st.hint_sampled += 1;
                         done += 1;

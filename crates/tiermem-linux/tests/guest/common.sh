@@ -1,0 +1,90 @@
+# Helpers sourced by the guest scripts (busybox sh). RESULT lines are what the host asserts.
+result() { echo "RESULT $*"; }
+
+# The sort job's input: 100 000 hex words (about 300 KB; sort's buffer is one large
+# managed allocation).
+make_input() {
+    head -c 100000 /dev/urandom | od -An -tx1 -v | tr -s ' ' '\n' | grep -v '^$' > /tmp/in.txt
+}
+
+# HMAT as the guest kernel exports it (node N's latency from the CPUs of node 0).
+hmat() {
+    f=/sys/devices/system/node/node$1/access0/initiators/read_latency
+    [ -r "$f" ] && cat "$f" || echo none
+}
+
+# A JSON number field of `tiermem stat --json` (no jq in the guest).
+json_num() { grep -o "\"$1\": *[0-9.]*" | head -1 | sed 's/.*: *//'; }
+
+# Anonymous pages of PID on node N, summed over /proc/PID/numa_maps (the kernel's view;
+# file pages, e.g. the binaries in the initramfs, are left out).
+numa_maps_pages() { grep -v 'file=' "/proc/$1/numa_maps" | grep -o " N$2=[0-9]*" | cut -d= -f2 | awk '{s+=$1} END {print s+0}'; }
+
+# tiermem-touch (16 MiB, written then idle, then read back and checked) under CONFIG with
+# POLICY; once it idles with its whole footprint managed, compare where the runtime says
+# its pages are on each node of NODES (`tiermem stat`) with where the kernel has them
+# (numa_maps), and the DRAM tier with the budget. Prints RESULT LABEL_* lines.
+placement_check() {
+    label=$1 config=$2 policy=$3 nodes=$4
+    tiermem run --config "$config" --policy "$policy" -- tiermem-touch --mb 16 --settle-ms 6000 > /tmp/touch.out 2>&1 &
+    pid=$!
+    for _ in $(seq 40); do
+        sleep 1
+        tiermem stat "$pid" --json > /tmp/stat.json 2>/dev/null || continue
+        [ "$(json_num footprint_bytes < /tmp/stat.json)" -ge $((16 << 20)) ] && break
+    done
+    sleep 2 # the policy's moves after the last write
+    for n in $nodes; do eval "maps_$n=$(numa_maps_pages "$pid" "$n")"; done
+    tiermem stat "$pid" --json > /tmp/stat.json
+    tiermem stat "$pid" > /tmp/stat.txt
+    for n in $nodes; do
+        result "${label}_numa_maps_node${n}_pages" "$(eval echo "\$maps_$n")"
+        result "${label}_stat_node${n}_pages" "$(grep -A4 "\"name\": \"[0-9]*:node$n\"" /tmp/stat.json | json_num pages)"
+        result "${label}_node${n}_latency_ns" "$(grep -A12 "\"name\": \"[0-9]*:node$n\"" /tmp/stat.json | json_num latency_ns)"
+        result "${label}_stat_table_node${n}" "$(grep -c ":node$n" /tmp/stat.txt)"
+    done
+    result "${label}_resident_bytes" "$(json_num resident_bytes < /tmp/stat.json)"
+    result "${label}_budget_bytes" "$(json_num budget_bytes < /tmp/stat.json)"
+    result "${label}_footprint_bytes" "$(json_num footprint_bytes < /tmp/stat.json)"
+    wait "$pid"
+    result "${label}_touch_rc" "$?"
+    result "${label}_touch" "$(grep -o 'checksum_ok=[a-z]*' /tmp/touch.out)"
+}
+
+# A real program's output under CONFIG with every node-capable policy (RESULT
+# sort_LABEL_POLICY md5), beside a plain run's (RESULT sort_plain md5).
+sort_all_policies() {
+    label=$1 config=$2
+    for p in budget hemem tpp memtis hemem+colloid tpp+colloid memtis+colloid; do
+        result "sort_${label}_$p" "$(tiermem run --config "$config" --policy $p -- sort /tmp/in.txt | md5sum | cut -d' ' -f1)"
+    done
+}
+
+# Bad node input: one line on stderr, exit 2, the program never runs.
+bad_node() {
+    label=$1 tiers=$2
+    printf '[runtime]\ndram_budget = "50%%"\n[[runtime.tiers]]\nname = "dram"\nkind = "dram"\n%s\n' "$tiers" > /tmp/bad.toml
+    tiermem run --config /tmp/bad.toml -- sh -c 'echo RAN' > /tmp/bad.out 2> /tmp/bad.err
+    result "bad_${label}_rc" "$?"
+    result "bad_${label}_lines" "$(wc -l < /tmp/bad.err)"
+    result "bad_${label}_ran" "$(grep -c RAN /tmp/bad.out)"
+    result "bad_${label}_msg" "$(head -1 /tmp/bad.err)"
+}
+
+# bad_input_checks NODE: a node that does not exist, the DRAM node, NODE named twice.
+bad_input_checks() {
+    n='[[runtime.tiers]]
+kind = "node"'
+    bad_node missing_node "$n
+name = \"n\"
+node = 7"
+    bad_node dram_node "$n
+name = \"n\"
+node = 0"
+    bad_node twice "$n
+name = \"a\"
+node = $1
+$n
+name = \"b\"
+node = $1"
+}
