@@ -298,9 +298,9 @@ impl Frames {
             f.slots[i][slot] = p as u32;
             f.at.push((t, slot as u32));
         }
-        for i in 0..n {
+        for ((free, slots), first) in f.free.iter_mut().zip(&f.slots).zip(&next) {
             // Free frames, the lowest handed out first.
-            f.free[i] = (next[i] as u32..f.slots[i].len() as u32).rev().collect();
+            *free = (*first as u32..slots.len() as u32).rev().collect();
         }
         f
     }
@@ -579,10 +579,11 @@ impl Ics18 {
                 break;
             }
             let (mut fast, mut accessed) = (0u64, 0u64);
-            for p in rs.max(start)..re.min(end) {
-                if placement[p] == FAST {
+            let (lo, hi) = (rs.max(start), re.min(end));
+            for (tier, bit) in placement[lo..hi].iter().zip(&self.bits[lo - start..hi - start]) {
+                if *tier == FAST {
                     fast += 1;
-                    accessed += self.bits[p - start] as u64;
+                    accessed += *bit as u64;
                 }
             }
             if accessed < fast {
