@@ -21,19 +21,18 @@
 //! Fault-around changes how many faults a program pays, never what it reads: each page
 //! brought back is decompressed from its own tier exactly as a single fault would.
 
+use crate::sys::PAGE;
 use serde::{Deserialize, Serialize};
+use tiermem_core::PageIdx;
+use tiermem_policies::granularity::{
+    self as ics18, choose_move_in, tally, RegionCounts, Thresholds,
+};
 
 /// Pages of a 64 KiB and a 2 MiB unit.
 pub const PAGES_64K: usize = 16;
 pub const PAGES_2M: usize = 512;
 /// Faults in one probe: the paper's move-in scan of 4 096 slow-memory pages (§4).
 pub const PROBE_FAULTS: usize = 4096;
-/// A 2 MiB region is dense with more than this many accessed pages, a 64 KiB region
-/// with more than `THR_HIGH_64K` (the paper's thr_high_2MB = 480, thr_high_64KB = 10).
-pub const THR_HIGH_2M: usize = 480;
-pub const THR_HIGH_64K: usize = 10;
-/// More than this many dense regions choose their unit (the paper: "more than 3").
-pub const DENSE_REGIONS: usize = 3;
 /// Window after a probe, in pages brought back: from 16x to 128x the probe.
 const WINDOW_MIN_PAGES: u64 = 16 * PROBE_FAULTS as u64;
 const WINDOW_MAX_PAGES: u64 = 128 * PROBE_FAULTS as u64;
@@ -63,37 +62,39 @@ impl FaultAround {
 /// Faults this close in fault order count as accessed together (see `choose_unit`).
 pub const NEAR_FAULTS: usize = 4;
 
-/// The paper's move-in rule over the faulted pages of a probe, in fault order: the unit,
-/// in pages. The paper counts pages whose access bit was set within one short scan
+/// The paper's move-in rule (`tiermem_policies::granularity`, the simulator's too) over
+/// the faulted pages of a probe, in fault order: the unit, in pages. The paper counts pages whose access bit was set within one short scan
 /// interval; a probe lasts 4 096 faults, long enough for random accesses to fill a
 /// small region by chance, so a fault counts toward its region only when one of the
 /// `NEAR_FAULTS` faults before it was on another page of the same region (the issue's
 /// "neighbours of a faulted page fault soon after"): a scan or a burst inside a 64 KiB
 /// chunk counts, scattered lookups do not.
 pub fn choose_unit(faults: &[u32]) -> usize {
-    let dense = |unit: u32, thr: usize| {
-        let mut local: Vec<u32> = (0..faults.len())
+    let th = Thresholds::default();
+    // The pages of `unit`-page regions that count as accessed (a near fault on another page
+    // of the same region), once each, ascending: the paper's accessed bits of one scan.
+    let accessed = |unit: u32| {
+        let mut pages: Vec<PageIdx> = (0..faults.len())
             .filter(|&k| {
                 let p = faults[k];
                 faults[k.saturating_sub(NEAR_FAULTS)..k]
                     .iter()
                     .any(|&q| q != p && q / unit == p / unit)
             })
-            .map(|k| faults[k] / unit)
+            .map(|k| faults[k])
             .collect();
-        local.sort_unstable();
-        local
-            .chunk_by(|a, b| a == b)
-            .filter(|run| run.len() > thr)
-            .count()
+        pages.sort_unstable();
+        pages.dedup();
+        tally(pages.into_iter().map(|p| (p, true)), &th, PAGE as u64)
     };
-    if dense(PAGES_2M as u32, THR_HIGH_2M) > DENSE_REGIONS {
-        PAGES_2M
-    } else if dense(PAGES_64K as u32, THR_HIGH_64K) > DENSE_REGIONS {
-        PAGES_64K
-    } else {
-        1
-    }
+    // Nearness is judged per region size: a scan's first pages of each 64 KiB chunk have
+    // their near faults in the chunk before, yet are part of the same 2 MiB run.
+    let counts = RegionCounts {
+        dense_2m: accessed(PAGES_2M as u32).dense_2m,
+        dense_64k: accessed(PAGES_64K as u32).dense_64k,
+        ..RegionCounts::default()
+    };
+    choose_move_in(&counts, &th, ics18::Granularity::K4).pages(PAGE as u64) as usize
 }
 
 /// A unit never exceeds 1/UNITS_IN_BUDGET of the DRAM budget: a 2 MiB unit under a 2 MiB
