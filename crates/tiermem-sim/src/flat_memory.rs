@@ -21,7 +21,7 @@
 //! traffic (local read + CXL read + CXL write + local write per miss) loads both tiers'
 //! curves, and a miss costs the local tag read plus the CXL read in series.
 
-use crate::machine::{ops_per_s, CoreModel, Demand, Machine, TierModel};
+use crate::machine::{damped_fixed_point, ops_per_s, CoreModel, Demand, Machine, TierModel};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tiermem_core::config::invalid;
@@ -394,27 +394,7 @@ impl FlatMachine {
             .iter()
             .map(|v| ops_per_s(&v.cores, self.local.unloaded_ns, &demand(v)))
             .collect();
-        let mut ops = unloaded;
-        let mut damping = 0.5;
-        let mut last = f64::MAX;
-        for _ in 0..10_000 {
-            let next = rates(&ops);
-            let residual = ops
-                .iter()
-                .zip(&next)
-                .map(|(a, b)| ((a - b) / a.max(1e-300)).abs())
-                .fold(0.0, f64::max);
-            if residual < 1e-10 {
-                break;
-            }
-            if residual > last {
-                damping *= 0.5;
-            }
-            last = residual;
-            for (a, b) in ops.iter_mut().zip(&next) {
-                *a = a.powf(1.0 - damping) * b.powf(damping);
-            }
-        }
+        let ops = damped_fixed_point(unloaded, rates);
         let (lat, ratio, t) = state(&ops);
         FlatEquilibrium {
             local_ns: lat[0],

@@ -141,6 +141,34 @@ fn bisect_decreasing(mut lo: f64, f: impl Fn(f64) -> f64) -> f64 {
     0.5 * (lo + hi)
 }
 
+/// The fixed point `x = f(x)` of a decreasing map of positive rates (tenants' op rates),
+/// from `start`: iterated with geometric damping, halved whenever the relative residual
+/// grows, to a relative residual of 1e-10 (at most 10 000 steps).
+pub(crate) fn damped_fixed_point(start: Vec<f64>, f: impl Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
+    let mut x = start;
+    let mut damping = 0.5;
+    let mut last_residual = f64::MAX;
+    for _ in 0..10_000 {
+        let next = f(&x);
+        let residual = x
+            .iter()
+            .zip(&next)
+            .map(|(a, b)| ((a - b) / a.max(1e-300)).abs())
+            .fold(0.0, f64::max);
+        if residual < 1e-10 {
+            break;
+        }
+        if residual > last_residual {
+            damping *= 0.5;
+        }
+        last_residual = residual;
+        for (a, b) in x.iter_mut().zip(&next) {
+            *a = a.powf(1.0 - damping) * b.powf(damping);
+        }
+    }
+    x
+}
+
 /// Operations per second of `cores` at a given average read latency.
 pub(crate) fn ops_per_s(c: &CoreModel, avg_latency_ns: f64, d: &Demand<'_>) -> f64 {
     let outstanding = c.mlp_lines.min(c.ops_in_flight * d.lines_per_op);
@@ -203,27 +231,7 @@ impl Machine {
         };
         // Start from the unloaded rates (an upper bound: load only adds latency).
         let unloaded: Vec<f64> = self.tiers.iter().map(|t| t.unloaded_ns).collect();
-        let mut ops = rates(&unloaded);
-        let mut damping = 0.5;
-        let mut last_residual = f64::MAX;
-        for _ in 0..10_000 {
-            let next = rates(&latencies(&ops));
-            let residual = ops
-                .iter()
-                .zip(&next)
-                .map(|(a, b)| ((a - b) / a.max(1e-300)).abs())
-                .fold(0.0, f64::max);
-            if residual < 1e-10 {
-                break;
-            }
-            if residual > last_residual {
-                damping *= 0.5;
-            }
-            last_residual = residual;
-            for (a, b) in ops.iter_mut().zip(&next) {
-                *a = a.powf(1.0 - damping) * b.powf(damping);
-            }
-        }
+        let ops = damped_fixed_point(rates(&unloaded), |ops| rates(&latencies(ops)));
         let latency_ns = latencies(&ops);
         let (r, w) = traffic(&ops);
         let avg_latency_ns: Vec<f64> = tenants.iter().map(|(_, d)| avg(d, &latency_ns)).collect();
