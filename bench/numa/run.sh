@@ -5,13 +5,15 @@
 # absolute pages/s are the emulator's, not hardware's; the batched/single ratio is the
 # system-call overhead saved). On a NUMA or CXL machine run the binary directly:
 #   target/release/tiermem-move-bench --mb 256
-# Writes bench/numa/results.md.
+# It also measures the latency probe's CPU share (telemetry = "probe"), here on this
+# machine's real memory and in the guest. Writes bench/numa/results.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 cargo build -q --release -p tiermem-cli -p tiermem-preload -p tiermem-linux --bins || exit 1
 scripts/numa-guest.sh build target/release || exit 1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+target/release/tiermem-move-bench --probe-ms 3000 | grep '^move-bench: probe' | tee "$work/host" || exit 1
 cat > "$work/test.sh" <<'SH'
 tiermem-move-bench --mb ${MB:-8} --rounds 1
 SH
@@ -28,5 +30,11 @@ scripts/numa-guest.sh run 2node "$work/test.sh" 300 | tr -d '\r' | grep '^move-b
     cat "$work/out"
     echo '```'
     echo
-    echo "Emulated: compare the two lines with each other, not with hardware."
+    echo "Emulated: compare the move lines with each other, not with hardware."
+    echo
+    echo "The latency probe on this machine's own memory (one node; $(nproc) CPUs):"
+    echo
+    echo '```'
+    cat "$work/host"
+    echo '```'
 } > bench/numa/results.md

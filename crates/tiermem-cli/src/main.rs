@@ -36,6 +36,9 @@ enum Command {
     Trace(trace_cmd::TraceCommand),
     /// Run PROGRAM with its memory tiered by tiermem (userfaultfd + compressed tiers).
     Run(runtime_cmd::RunArgs),
+    /// Tier a running process across NUMA nodes from outside (move_pages; no preload)
+    /// until Ctrl-C, --duration or its exit; detaching leaves every page where it is.
+    Attach(runtime_cmd::AttachArgs),
     /// Show live tier statistics of a program running under `tiermem run`.
     Stat(runtime_cmd::StatArgs),
     /// Change the DRAM budget of a program running under `tiermem run`.
@@ -62,6 +65,7 @@ fn main() {
         Command::Policies(a) => policies_cmd::policies(a).map(|_| 0),
         Command::Trace(c) => trace_cmd::trace(c).map(|_| 0),
         Command::Run(a) => runtime_cmd::run(a),
+        Command::Attach(a) => runtime_cmd::attach(a).map(|_| 0),
         Command::Stat(a) => runtime_cmd::stat(a).map(|_| 0),
         Command::Budget(a) => runtime_cmd::budget(a).map(|_| 0),
         Command::Sweep(a) => workbench_cmd::sweep(a),

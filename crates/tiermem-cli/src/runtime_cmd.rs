@@ -37,6 +37,29 @@ pub struct RunArgs {
 }
 
 #[derive(Args)]
+pub struct AttachArgs {
+    /// The running process to tier (yours, or any as root); needs CAP_SYS_NICE.
+    pub pid: i32,
+    /// TOML file with a `[runtime]` table whose tiers below DRAM are node tiers. Without
+    /// it: DRAM and every other memory node, nearest first.
+    #[arg(long)]
+    pub config: Option<std::path::PathBuf>,
+    /// DRAM budget: a size (512M, 2G) or a percentage of the process's present anonymous
+    /// memory (50%). Overrides the config file.
+    #[arg(long)]
+    pub dram_budget: Option<String>,
+    /// Placement policy under the budget guard, as for `tiermem run`.
+    #[arg(long, value_name = "NAME")]
+    pub policy: Option<String>,
+    /// Detach after SECS seconds (default: at Ctrl-C / SIGTERM, or when the process exits).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Print the detach report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
 pub struct StatArgs {
     /// PID of a program running under `tiermem run`.
     pub pid: u32,
@@ -144,6 +167,55 @@ pub fn run(a: RunArgs) -> Result<i32> {
     tiermem_linux::control::prepare_run_dir(&cfg.run_dir, &cfg.stats_mode)
         .map_err(|e| Error::usage(format!("control directory: {e}")))?;
     tiermem_linux::launch::exec(&cfg, &a.program)
+}
+
+/// `tiermem attach`: checks in the order a user fixes them (the process, our access to
+/// it, the capability, the config), each one line and exit 2; then tier until detach.
+pub fn attach(a: AttachArgs) -> Result<()> {
+    use tiermem_linux::attach;
+    if let Some(d) = a.duration {
+        if !(d > 0.0 && d.is_finite()) {
+            return Err(Error::usage(format!(
+                "--duration {d}: expected a number of seconds > 0"
+            )));
+        }
+    }
+    attach::preflight(a.pid)?;
+    let mut cfg = match &a.config {
+        Some(p) => RuntimeConfig::from_file(p)?,
+        None => RuntimeConfig {
+            tiers: attach::node_tiers_of_this_machine()?,
+            ..RuntimeConfig::default()
+        },
+    };
+    if let Some(b) = &a.dram_budget {
+        Budget::parse(b).map_err(|e| Error::usage(format!("--dram-budget: {e}")))?;
+        cfg.set_dram_budget(b);
+    }
+    if let Some(p) = &a.policy {
+        set_policy(&mut cfg, p)?;
+    }
+    cfg.validate("runtime")?;
+    attach::check_config(&cfg)?;
+    tiermem_linux::backend::check_policy(&cfg)?;
+    let stop = attach::stop_on_signals();
+    let r = attach::attach(a.pid, &cfg, a.duration, stop)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r)
+                .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?
+        );
+    } else {
+        eprintln!(
+            "tiermem attach: detached from {} ({}) after {:.1} s, {} scans: {} pages moved, {} refused; hotness: {}",
+            r.pid, r.detached_because, r.seconds, r.scans, r.pages_moved, r.pages_refused, r.hotness
+        );
+        for (name, node, pages) in &r.tiers {
+            eprintln!("  {name:<8} node {node}: {}", format_bytes(pages * 4096));
+        }
+    }
+    Ok(())
 }
 
 fn alive(pid: u32) -> bool {

@@ -452,7 +452,7 @@ impl RuntimeBackend {
 
 /// A tier's spec; a node tier's latency and bandwidth, where the config leaves them out,
 /// are what the firmware's HMAT says of its node (sysfs), else the schema's defaults.
-fn node_tier_spec(t: &tiermem_core::tier::TierConfig) -> TierSpec {
+pub(crate) fn node_tier_spec(t: &tiermem_core::tier::TierConfig) -> TierSpec {
     let mut spec = t.spec(u64::MAX);
     if let (Some(n), true) = (t.node, t.kind == "node") {
         if let Some((lat_ns, bw_mbps)) = crate::numa::hmat(n) {

@@ -21,6 +21,7 @@
 //!    concurrent write either lands before the move (and is compressed) or faults after it;
 //! 3. no thread touches managed memory while holding the state lock.
 
+pub mod attach;
 pub mod backend;
 pub mod codec;
 mod codec_ext;

@@ -107,7 +107,17 @@ pub fn dram_node() -> u32 {
     if mem.contains(&here) {
         return here;
     }
-    let dist: Vec<u32> = read(&format!("{NODE_SYSFS}/node{here}/distance"))
+    let dist = distances(here);
+    mem.iter()
+        .copied()
+        .min_by_key(|&m| (dist.get(m as usize).copied().unwrap_or(u32::MAX), m))
+        .unwrap_or(0)
+}
+
+/// sysfs `distance` of node `from` to each node, indexed by node number (u32::MAX for a
+/// node sysfs does not list; empty without NUMA).
+pub fn distances(from: u32) -> Vec<u32> {
+    let row: Vec<u32> = read(&format!("{NODE_SYSFS}/node{from}/distance"))
         .map(|t| {
             t.split_whitespace()
                 .filter_map(|d| d.parse().ok())
@@ -115,13 +125,13 @@ pub fn dram_node() -> u32 {
         })
         .unwrap_or_default();
     let online = online_nodes();
-    mem.iter()
-        .copied()
-        .min_by_key(|&m| {
-            let k = online.iter().position(|&o| o == m);
-            (k.and_then(|k| dist.get(k).copied()).unwrap_or(u32::MAX), m)
-        })
-        .unwrap_or(0)
+    let mut out = vec![u32::MAX; online.iter().max().map_or(0, |&m| m as usize + 1)];
+    for (k, &n) in online.iter().enumerate() {
+        if let Some(&d) = row.get(k) {
+            out[n as usize] = d;
+        }
+    }
+    out
 }
 
 /// Parse a sysfs node/CPU list ("0-2,4").

@@ -4,8 +4,8 @@
 
 pub mod backend;
 pub mod compressed;
-pub mod flat_memory;
 pub mod config;
+pub mod flat_memory;
 pub mod ics18;
 pub mod latency;
 pub mod machine;

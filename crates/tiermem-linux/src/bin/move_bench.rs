@@ -3,10 +3,13 @@
 //! page per call. Pages/s of each, moving the same written pages from the DRAM node to the
 //! other node and back.
 //!
-//!   tiermem-move-bench [--mb N] [--rounds R] [--node N]
+//!   tiermem-move-bench [--mb N] [--rounds R] [--node N] [--probe-ms MS]
 //!
-//! Needs two memory nodes (a NUMA machine, a CXL expander, or the QEMU guest of
-//! scripts/numa-guest.sh); with one it says so and exits 0.
+//! Moves need two memory nodes (a NUMA machine, a CXL expander, or the QEMU guest of
+//! scripts/numa-guest.sh); with one it says so. First it runs the latency probe
+//! (`telemetry = "probe"`) over every memory node for `--probe-ms` (default 3000) at its
+//! shortest period and prints its CPU share and the latencies it read: the cost
+//! `tiermem stat` reports as `probe_cpu_share`.
 
 use std::time::Instant;
 use tiermem_linux::numa::{self, MOVE_BATCH, MPOL_MF_MOVE};
@@ -36,11 +39,58 @@ fn move_all(addrs: &[usize], node: u32, per_call: usize) -> usize {
     moved
 }
 
+/// Run the probe over every memory node for `ms`: its CPU share of one core (thread CPU
+/// time / wall time) and the latency it read per node.
+fn probe_cost(home: u32, ms: u64) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if ms == 0 {
+        return;
+    }
+    let others: Vec<Option<u32>> = std::iter::once(None)
+        .chain(
+            numa::memory_nodes()
+                .into_iter()
+                .filter(|&n| n != home)
+                .map(Some),
+        )
+        .collect();
+    // Quantum 0: the probe's shortest period (20 ms), its most expensive setting.
+    let probe = std::sync::Arc::new(tiermem_linux::probe::Probe::new(&others, home, 0));
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let p2 = probe.clone();
+    let t = std::thread::spawn(move || p2.run(&STOP));
+    let t0 = Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    let cpu = probe.cpu_s();
+    let wall = t0.elapsed().as_secs_f64();
+    STOP.store(true, Ordering::Relaxed);
+    let _ = t.join();
+    let lat: Vec<String> = (0..others.len())
+        .map(|k| {
+            let node = others[k].unwrap_or(home);
+            match probe.latency_ns(k) {
+                Some(l) => format!("node {node} {l:.0} ns"),
+                None => format!("node {node} -"),
+            }
+        })
+        .collect();
+    println!(
+        "move-bench: probe    {} node(s), period {} ms: {:.2} % of a core ({:.3} s CPU in {:.1} s); read {}",
+        others.len(),
+        probe.period_ns / 1_000_000,
+        100.0 * cpu / wall,
+        cpu,
+        wall,
+        lat.join(", ")
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mb = arg(&args, "--mb", 64) as usize;
     let rounds = arg(&args, "--rounds", 3) as usize;
     let home = numa::dram_node();
+    probe_cost(home, arg(&args, "--probe-ms", 3000));
     let far = match args.iter().any(|a| a == "--node") {
         true => arg(&args, "--node", 1) as u32,
         false => match numa::memory_nodes().into_iter().find(|&n| n != home) {

@@ -88,3 +88,40 @@ $n
 name = \"b\"
 node = $1"
 }
+
+# `tiermem attach` on a running process started without tiermem (no preload): tiermem-touch
+# writes 16 MiB on node 0 and idles; attach with the default tiers (DRAM, then the other
+# memory nodes nearest first) at BUDGET for 4 s, then detach. RESULT attach_* lines: pages
+# per node before and after (numa_maps), the report, whether the process still runs, and
+# its own check of every byte when it finishes.
+attach_check() {
+    budget=$1
+    tiermem-touch --mb 16 --settle-ms 15000 > /tmp/atouch.out 2>&1 &
+    pid=$!
+    for _ in $(seq 30); do
+        [ "$(numa_maps_pages "$pid" 0)" -ge 4096 ] && break
+        sleep 1
+    done
+    result attach_before_node0_pages "$(numa_maps_pages "$pid" 0)"
+    result attach_before_node1_pages "$(numa_maps_pages "$pid" 1)"
+    tiermem attach "$pid" --dram-budget "$budget" --duration 4 --json > /tmp/attach.json 2> /tmp/attach.err
+    result attach_rc "$?"
+    result attach_err_lines "$(wc -l < /tmp/attach.err)"
+    result attach_node0_pages "$(numa_maps_pages "$pid" 0)"
+    result attach_node1_pages "$(numa_maps_pages "$pid" 1)"
+    result attach_pages_moved "$(json_num pages_moved < /tmp/attach.json)"
+    result attach_budget_bytes "$(json_num budget_bytes < /tmp/attach.json)"
+    result attach_scans "$(json_num scans < /tmp/attach.json)"
+    result attach_hotness "$(grep -o '"hotness": "[a-z -]*' /tmp/attach.json | cut -d'"' -f4)"
+    result attach_detached_because "$(grep -o '"detached_because": "[a-z ]*' /tmp/attach.json | cut -d'"' -f4)"
+    result attach_report "$(tr -d "\n " < /tmp/attach.json)"
+    result attach_report_node1_pages "$(tr -d '\n ' < /tmp/attach.json | grep -o '\["node1",1,[0-9]*' | cut -d, -f3)"
+    if kill -0 "$pid" 2>/dev/null; then result attach_alive yes; else result attach_alive no; fi
+    wait "$pid"
+    result attach_touch_rc "$?"
+    result attach_touch "$(grep -o 'checksum_ok=[a-z]*' /tmp/atouch.out)"
+    tiermem attach 2147483000 > /dev/null 2> /tmp/attach.err
+    result attach_bad_pid_rc "$?"
+    result attach_bad_pid_lines "$(wc -l < /tmp/attach.err)"
+    result attach_bad_pid_msg "$(head -1 /tmp/attach.err)"
+}

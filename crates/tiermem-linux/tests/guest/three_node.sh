@@ -40,3 +40,4 @@ for p in budget hemem+colloid tpp memtis+colloid; do
     result "sort_three_$p" "$(tiermem run --config /tmp/three.toml --policy $p -- sort /tmp/in.txt | md5sum | cut -d' ' -f1)"
 done
 bad_input_checks 2
+attach_check 25%
