@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::process::{Command, Stdio};
 
 /// Seconds a guest may run before it is killed (the script's `timeout` kills QEMU first).
-const GUEST_SECS: u64 = 280;
+const GUEST_SECS: u64 = 400;
 
 /// Build the guest (cached under target/numa-guest/), boot `topology`, run `script` (a file
 /// of tests/guest/), and return the serial console.
@@ -212,6 +212,20 @@ fn two_node_guest_with_a_cpu_less_node() {
     assert_refused(&r, "missing_node", "node 7 does not exist", &console);
     assert_refused(&r, "dram_node", "DRAM node", &console);
     assert_refused(&r, "twice", "already used", &console);
+    // The stress program (threads, fork, mremap, madvise, mlock, pipes; every page
+    // checked) under DRAM + node 1 + compressed with each node-capable policy.
+    for p in ["budget", "hemem", "tpp", "memtis", "hemem+colloid"] {
+        assert_eq!(
+            get(&r, &format!("stress_cxl_{p}_rc"), &console),
+            "0",
+            "--policy {p}: the stress program found a mismatch (or failed)\n{console}"
+        );
+    }
+    // The guard demotes to the node tier: the budget run moved pages to node 1.
+    assert!(
+        num(&r, "stress_cxl_budget_node1_in", &console) > 0.0,
+        "{console}"
+    );
 }
 
 #[test]

@@ -125,3 +125,19 @@ attach_check() {
     result attach_bad_pid_lines "$(wc -l < /tmp/attach.err)"
     result attach_bad_pid_msg "$(head -1 /tmp/attach.err)"
 }
+
+# The stress program (threads, fork, mremap, madvise, mlock, pipes; every page checked)
+# under CONFIG with each node-capable policy: RESULT stress_LABEL_POLICY_rc (0 = no
+# mismatch) and the pages its run moved to node 1 (the node tier's migrations_in in its
+# final stats). 4 MiB: under emulation TPP's default scan (256 MiB per 100 ms) stages the
+# whole heap every 100 ms and each staging is an emulated page move; with 16 MiB its run
+# takes minutes (77 s with a 4 MiB scan), with 4 MiB about 12 s.
+stress_all_policies() {
+    label=$1 config=$2
+    for p in budget hemem tpp memtis hemem+colloid; do
+        TIERMEM_STATS_OUT=/tmp/stress-stats.json tiermem run --config "$config" --policy $p -- \
+            /opt/tiermem/tiermem-stress --mb 4 --threads 2 --seconds 3 --forks 1 > /tmp/stress.out 2>&1
+        result "stress_${label}_${p}_rc" "$?"
+        result "stress_${label}_${p}_node1_in" "$(grep -A20 '"name": "[0-9]*:node1"' /tmp/stress-stats.json | json_num migrations_in)"
+    done
+}

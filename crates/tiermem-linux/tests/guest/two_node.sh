@@ -28,3 +28,4 @@ placement_check budget /tmp/cxl.toml budget 1
 placement_check hemem_colloid /tmp/cxl.toml hemem+colloid 1
 sort_all_policies cxl /tmp/cxl.toml
 bad_input_checks 1
+stress_all_policies cxl /tmp/cxl.toml
