@@ -5,13 +5,14 @@
 #
 #   scripts/numa-guest.sh build PROFILE_DIR        kernel + base initramfs under target/numa-guest/
 #   scripts/numa-guest.sh run TOPOLOGY SCRIPT [SECS]
-#                                                  boot TOPOLOGY ("2node" | "3node"), run SCRIPT
+#                                                  boot TOPOLOGY ("2node" | "3node" | "memless"), run SCRIPT
 #                                                  (a busybox sh script) in the guest, print the
 #                                                  serial console; killed after SECS (default 240)
 #
 # Topologies (guest RAM 768 MiB, 2 vCPUs, all on node 0):
 #   2node: node 0 DRAM 384M (CPUs), node 1 384M CPU-less; HMAT: node 0 80 ns 20 GB/s,
 #          node 1 250 ns 8 GB/s (a CXL expander behind one x8 link)
+#   memless: node 0 512M (CPU 0), node 1 CPU 1 and no memory (a node tier there is refused)
 #   3node: node 0 DRAM 256M (CPUs), node 1 CXL-like 256M CPU-less (250 ns, 8 GB/s),
 #          node 2 slower 256M CPU-less (400 ns, 4 GB/s)
 # The guest's init mounts proc/sys/dev, runs /test.sh and prints TIERMEM-GUEST-EXIT <rc>,
@@ -112,7 +113,11 @@ topology_args() {
  -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=8G \
  -numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-latency,latency=400 \
  -numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-bandwidth,bandwidth=4G" ;;
-    *) echo "numa-guest: unknown topology $1 (2node, 3node)" >&2; exit 2 ;;
+    # A CPU node without memory (Linux numbers it 1: SRAT's CPU entries come first).
+    memless) echo "-m 512M \
+ -object memory-backend-ram,size=512M,id=m0 \
+ -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1" ;;
+    *) echo "numa-guest: unknown topology $1 (2node, 3node, memless)" >&2; exit 2 ;;
     esac
 }
 

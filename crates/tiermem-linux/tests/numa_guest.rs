@@ -1,4 +1,4 @@
-//! Node tiers end to end, in a QEMU guest with a declared NUMA topology (this machine has
+//! Node tiers end to end, in QEMU guests with declared NUMA topologies (this machine has
 //! one node): scripts/numa-guest.sh boots Debian's kernel with a busybox initramfs holding
 //! the release `tiermem`, the preload library, the stress program and GNU sort, runs a
 //! script from tests/guest/ and prints the serial console. Guest lines `RESULT key value`
@@ -214,7 +214,15 @@ fn two_node_guest_with_a_cpu_less_node() {
     assert_refused(&r, "twice", "already used", &console);
     // The stress program (threads, fork, mremap, madvise, mlock, pipes; every page
     // checked) under DRAM + node 1 + compressed with each node-capable policy.
-    for p in ["budget", "hemem", "tpp", "memtis", "hemem+colloid"] {
+    for p in [
+        "budget",
+        "hemem",
+        "tpp",
+        "memtis",
+        "hemem+colloid",
+        "tpp+colloid",
+        "memtis+colloid",
+    ] {
         assert_eq!(
             get(&r, &format!("stress_cxl_{p}_rc"), &console),
             "0",
@@ -356,5 +364,23 @@ fn assert_attach(r: &HashMap<String, String>, console: &str) {
     assert!(
         get(r, "attach_bad_pid_msg", console).contains("no process 2147483000"),
         "{console}"
+    );
+}
+
+#[test]
+fn a_node_without_memory_is_refused_by_name() {
+    if skip_e2e("a_node_without_memory_is_refused_by_name") {
+        return;
+    }
+    let console = guest("memless", "memless.sh");
+    let r = results(&console);
+    assert_eq!(get(&r, "nodes", &console), "0-1", "{console}");
+    assert_eq!(get(&r, "memory_nodes", &console), "0", "{console}");
+    assert_refused(&r, "memless", "node 1 has no memory", &console);
+    assert_eq!(get(&r, "attach_memless_rc", &console), "2", "{console}");
+    let msg = get(&r, "attach_memless_msg", &console);
+    assert!(
+        msg.contains("runtime.tiers[1].node") && msg.contains("node 1 has no memory"),
+        "attach: {msg}"
     );
 }

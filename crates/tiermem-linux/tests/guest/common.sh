@@ -134,7 +134,7 @@ attach_check() {
 # takes minutes (77 s with a 4 MiB scan), with 4 MiB about 12 s.
 stress_all_policies() {
     label=$1 config=$2
-    for p in budget hemem tpp memtis hemem+colloid; do
+    for p in budget hemem tpp memtis hemem+colloid tpp+colloid memtis+colloid; do
         TIERMEM_STATS_OUT=/tmp/stress-stats.json tiermem run --config "$config" --policy $p -- \
             /opt/tiermem/tiermem-stress --mb 4 --threads 2 --seconds 3 --forks 1 > /tmp/stress.out 2>&1
         result "stress_${label}_${p}_rc" "$?"
