@@ -365,6 +365,21 @@ fn assert_attach(r: &HashMap<String, String>, console: &str) {
         get(r, "attach_bad_pid_msg", console).contains("no process 2147483000"),
         "{console}"
     );
+    // A program whose mappings change while attached (sort: buffers allocated, merged,
+    // freed): same output as a plain run, attach followed it to its exit and moved pages.
+    assert_eq!(
+        get(r, "attach_sort_md5", console),
+        get(r, "attach_sort_plain", console),
+        "sort under attach: output differs\n{console}"
+    );
+    assert_eq!(get(r, "attach_sort_rc", console), "0", "{console}");
+    assert_eq!(get(r, "attach_sort_sort_rc", console), "0", "{console}");
+    assert_eq!(
+        get(r, "attach_sort_detached_because", console),
+        "process exited",
+        "{console}"
+    );
+    assert!(num(r, "attach_sort_pages_moved", console) > 0.0, "{console}");
 }
 
 #[test]

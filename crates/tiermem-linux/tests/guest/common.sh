@@ -141,3 +141,23 @@ stress_all_policies() {
         result "stress_${label}_${p}_node1_in" "$(grep -A20 '"name": "[0-9]*:node1"' /tmp/stress-stats.json | json_num migrations_in)"
     done
 }
+
+# `tiermem attach` on a program whose memory changes while attached: GNU sort of a 3 MB
+# input (reading, allocating its buffers, merging, freeing) started plain, attached at a
+# 10 % budget until it exits. RESULT attach_sort_* : its output's md5 beside a plain run's,
+# why attach detached, pages moved.
+attach_sort_check() {
+    head -c 1000000 /dev/urandom | od -An -tx1 -v | tr -s ' ' '\n' | grep -v '^$' > /tmp/big.txt
+    result attach_sort_plain "$(sort /tmp/big.txt | md5sum | cut -d' ' -f1)"
+    sort /tmp/big.txt > /tmp/sorted.txt &
+    spid=$!
+    tiermem attach "$spid" --dram-budget 10% --json > /tmp/attach-sort.json 2> /tmp/attach-sort.err
+    result attach_sort_rc "$?"
+    wait "$spid"
+    result attach_sort_sort_rc "$?"
+    result attach_sort_md5 "$(md5sum < /tmp/sorted.txt | cut -d' ' -f1)"
+    result attach_sort_detached_because "$(grep -o '"detached_because": "[a-z ]*' /tmp/attach-sort.json | cut -d'"' -f4)"
+    result attach_sort_pages_moved "$(json_num pages_moved < /tmp/attach-sort.json)"
+    result attach_sort_scans "$(json_num scans < /tmp/attach-sort.json)"
+    result attach_sort_err "$(head -1 /tmp/attach-sort.err)"
+}

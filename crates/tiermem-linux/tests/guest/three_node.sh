@@ -41,3 +41,4 @@ for p in budget hemem+colloid tpp memtis+colloid; do
 done
 bad_input_checks 2
 attach_check 25%
+attach_sort_check
