@@ -16,7 +16,7 @@ pytest.importorskip("tiermem._native")
 def test_every_claim_names_a_known_experiment_and_kind():
     known = set(workbench.experiments())
     every = claims.all_claims()
-    assert {c.paper for c in every} >= {"colloid", "mercury"}
+    assert {c.paper for c in every} >= {"colloid", "mercury", "granularity", "memstrata"}
     for c in every:
         assert c.experiment in known, c
         assert c.kind in claims.KINDS and c.tolerance >= 0 and c.paper_value > 0, c
@@ -29,6 +29,9 @@ def test_verdicts():
     assert approx.passes(2.19) and approx.passes(1.81) and not approx.passes(2.21) and not approx.passes(float("nan"))
     bound = claims.Claim("p", "e", "t", 0.97, lambda s: 0.0, tolerance=0.0, kind="at_least")
     assert bound.passes(0.99) and not bound.passes(0.96)
+    share = claims.Claim("p", "e", "t", 0.73, lambda s: 0.0, tolerance=claims.POINTS_TOL, kind="points")
+    assert share.passes(0.775) and share.passes(0.685) and not share.passes(0.79) and not share.passes(0.67)
+    assert share.tolerance_text() == "± 5 points"
     assert claims.evaluate(approx, None)[1] is False
     broken = claims.Claim("p", "e", "t", 2.0, lambda s: claims.value(s, "x", system="none"))
     measured, ok = claims.evaluate(broken, {"rows": [{"system": "a", "x": 1}]})

@@ -8,7 +8,8 @@ added by adding its module, with no list to edit.
 
 Tolerances are fixed per kind of number, never per claim to make it pass: ``RATIO_TOL``
 for speedups, ratios (of the effect: the distance from 1) and latencies, ``TIME_TOL`` for
-the timescales papers give as "~N s", bounds as stated.
+the timescales papers give as "~N s", ``POINTS_TOL`` for shares of a population a paper
+states in percent ("73 % of workloads"), bounds as stated.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Claim", "RATIO_TOL", "TIME_TOL", "BOUND_TOL", "all_claims", "evaluate", "pick", "value"]
+__all__ = ["Claim", "RATIO_TOL", "TIME_TOL", "POINTS_TOL", "BOUND_TOL", "all_claims", "evaluate", "pick", "value"]
 
 #: Relative tolerance for a ratio, speedup or latency the paper states.
 RATIO_TOL = 0.15
 #: Relative tolerance for a timescale the paper gives approximately ("within ~10 s").
 TIME_TOL = 0.5
+#: Absolute tolerance, in fractions, for a share of a population ("82 % of 115 workloads"):
+#: five percentage points (a share of ~100 workloads moves by one point per workload).
+POINTS_TOL = 0.05
 #: A bound the paper states ("within 3 % of the best case") is checked as stated.
 BOUND_TOL = 0.0
 
@@ -32,8 +36,9 @@ BOUND_TOL = 0.0
 #: (relative to the paper's number) either way; ``ratio`` for speedups and other ratios,
 #: within the tolerance relative to the paper's distance from 1 (a 1.15× claim is a 15 %
 #: effect: 1.0× must not pass it); ``at_least`` / ``at_most`` a bound the paper states
-#: ("within 3 % of").
-KINDS = ("ratio", "approx", "at_least", "at_most")
+#: ("within 3 % of"); ``points`` a share within an absolute number of points (the
+#: tolerance is a fraction: 0.05 = 5 points).
+KINDS = ("ratio", "approx", "at_least", "at_most", "points")
 
 
 @dataclass(frozen=True)
@@ -57,12 +62,14 @@ class Claim:
             return measured <= self.paper_value * (1 + self.tolerance)
         if self.kind == "ratio":
             return abs(measured - self.paper_value) <= self.tolerance * abs(self.paper_value - 1)
+        if self.kind == "points":
+            return abs(measured - self.paper_value) <= self.tolerance
         return abs(measured - self.paper_value) <= self.tolerance * abs(self.paper_value)
 
     def tolerance_text(self) -> str:
         pct = f"{self.tolerance * 100:.0f} %"
         return {"ratio": f"± {pct} of (paper − 1)", "approx": f"± {pct}", "at_least": f"≥ paper − {pct}",
-                "at_most": f"≤ paper + {pct}"}[self.kind]
+                "at_most": f"≤ paper + {pct}", "points": f"± {self.tolerance * 100:.0f} points"}[self.kind]
 
 
 def all_claims() -> list[Claim]:
