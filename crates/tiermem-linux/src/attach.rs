@@ -120,7 +120,6 @@ pub struct AttachBackend {
     next_scan_ns: u64,
     start_ns: u64,
     now_ns: u64,
-    last_scan_ns: u64,
     /// Pages written per tier in the last scan period.
     written: Vec<u64>,
     probe: Option<Arc<Probe>>,
@@ -164,9 +163,7 @@ pub fn preflight(pid: i32) -> Result<()> {
             _ => format!("attach: process {pid}: /proc/{pid}/pagemap: {e}"),
         }));
     }
-    if read_maps(pid).map_or(true, |m| m.is_empty())
-        && std::fs::read_to_string(format!("/proc/{pid}/maps")).map_or(true, |t| t.is_empty())
-    {
+    if std::fs::read_to_string(format!("/proc/{pid}/maps")).map_or(true, |t| t.is_empty()) {
         return Err(Error::usage(format!(
             "attach: process {pid} has no user memory (a kernel thread?)"
         )));
@@ -361,7 +358,6 @@ impl AttachBackend {
             next_scan_ns: 0,
             start_ns: now,
             now_ns: now,
-            last_scan_ns: now,
             probe,
             stop,
             quantum_ns: cfg.quantum_ns(),
@@ -461,9 +457,10 @@ impl AttachBackend {
         let hint_ns = self.scan_period_ns as f64 / 2.0;
         self.written.iter_mut().for_each(|w| *w = 0);
         let mut query: Vec<u32> = Vec::new();
-        let starts: Vec<usize> = self.spans.keys().copied().collect();
-        for s in starts {
-            let n = self.spans[&s].ids.len();
+        // Out of `self` for the walk: one map lookup per mapping, not per page.
+        let spans = std::mem::take(&mut self.spans);
+        for (&s, span) in &spans {
+            let n = span.ids.len();
             let mut k0 = 0;
             while k0 < n {
                 let k1 = (k0 + SCAN_CHUNK).min(n);
@@ -479,7 +476,7 @@ impl AttachBackend {
                             .try_into()
                             .expect("8 bytes"),
                     );
-                    let id = self.spans[&s].ids[k];
+                    let id = span.ids[k];
                     if e & PM_PRESENT == 0 {
                         self.set_tier(id, NO_TIER);
                         continue;
@@ -510,6 +507,7 @@ impl AttachBackend {
                 k0 = k1;
             }
         }
+        self.spans = spans;
         if self.soft_dirty {
             // Clearing fails only when the process is gone, which the next scan sees.
             let _ = std::fs::write(format!("/proc/{}/clear_refs", self.pid), "4");
@@ -538,8 +536,6 @@ impl AttachBackend {
                 self.set_tier(id, t);
             }
         }
-        let now = crate::sys::now_ns();
-        self.last_scan_ns = now;
     }
 
     /// Move the queued pages (`q_ids`, `q_nodes`) with one move_pages call per MOVE_BATCH.
@@ -791,8 +787,8 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
 /// Make SIGINT and SIGTERM detach (the returned flag is set) instead of killing attach
 /// between two move_pages calls (which would be harmless too: a move is the kernel's).
 pub fn stop_on_signals() -> &'static AtomicBool {
-    // SAFETY: a zeroed sigaction is valid; the handler only stores to an atomic, which is
-    // async-signal-safe.
+    // The handler only stores to an atomic, which is async-signal-safe.
+    // SAFETY: a zeroed sigaction is valid; the pointers passed are to locals or null.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_stop_signal as *const () as usize;

@@ -379,7 +379,10 @@ fn assert_attach(r: &HashMap<String, String>, console: &str) {
         "process exited",
         "{console}"
     );
-    assert!(num(r, "attach_sort_pages_moved", console) > 0.0, "{console}");
+    assert!(
+        num(r, "attach_sort_pages_moved", console) > 0.0,
+        "{console}"
+    );
 }
 
 #[test]
