@@ -88,8 +88,7 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
         None => RuntimeConfig::default(),
     };
     if let Some(b) = &a.dram_budget {
-        Budget::parse(b).map_err(|e| Error::usage(format!("--dram-budget: {e}")))?;
-        cfg.set_dram_budget(b);
+        set_dram_budget(&mut cfg, b)?;
     }
     if let Some(c) = &a.codec {
         tiermem_linux::codec::Codec::parse(c).map_err(|e| Error::usage(format!("--codec: {e}")))?;
@@ -119,6 +118,13 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
     // thread that would leave the program untiered.
     tiermem_linux::backend::check_policy(&cfg)?;
     Ok(cfg)
+}
+
+/// `--dram-budget SIZE|PCT`.
+fn set_dram_budget(cfg: &mut RuntimeConfig, b: &str) -> Result<()> {
+    Budget::parse(b).map_err(|e| Error::usage(format!("--dram-budget: {e}")))?;
+    cfg.set_dram_budget(b);
+    Ok(())
 }
 
 /// `--policy NAME[+colloid]`.
@@ -189,15 +195,14 @@ pub fn attach(a: AttachArgs) -> Result<()> {
         },
     };
     if let Some(b) = &a.dram_budget {
-        Budget::parse(b).map_err(|e| Error::usage(format!("--dram-budget: {e}")))?;
-        cfg.set_dram_budget(b);
+        set_dram_budget(&mut cfg, b)?;
     }
     if let Some(p) = &a.policy {
         set_policy(&mut cfg, p)?;
     }
     cfg.validate("runtime")?;
     attach::check_config(&cfg)?;
-    tiermem_linux::backend::check_policy(&cfg)?;
+    // The policy is checked against attach's capabilities by the engine it starts.
     let stop = attach::stop_on_signals();
     let r = attach::attach(a.pid, &cfg, a.duration, stop)?;
     if a.json {
