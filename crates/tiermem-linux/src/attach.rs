@@ -830,9 +830,9 @@ mod tests {
 
     /// The scan pipeline on a process (this one: preflight refuses it, the backend does
     /// not care): maps -> pagemap -> move_pages query -> placement, pages retired when
-    /// their mapping goes. With one node here the "node tier" is node 0 as well, so every
-    /// page is found in tier 0 (the first tier on its node); moves need two nodes (the
-    /// QEMU guest test).
+    /// their mapping stops being a tiered one. With one node here the "node tier" is node
+    /// 0 as well, so every page is found in tier 0 (the first tier on its node); moves need
+    /// two nodes (the QEMU guest test).
     #[test]
     fn a_scan_finds_every_written_page_on_its_node_and_forgets_unmapped_ones() {
         static STOP: AtomicBool = AtomicBool::new(false);
@@ -844,7 +844,15 @@ mod tests {
             t
         };
         let pages = 1024;
-        let a = crate::sys::map_anon(pages * PAGE).unwrap();
+        // Guard pages on both sides (PROT_NONE, not tiered) keep the kernel from merging our
+        // mapping with a neighbour another test thread maps meanwhile.
+        let g = crate::sys::map_anon((pages + 2) * PAGE).unwrap();
+        let a = g + PAGE;
+        // SAFETY: the two guard pages of the mapping just made; nothing uses them.
+        unsafe {
+            crate::sys::mprotect(g, PAGE, libc::PROT_NONE);
+            crate::sys::mprotect(a + pages * PAGE, PAGE, libc::PROT_NONE);
+        }
         for k in 0..pages {
             // SAFETY: inside the mapping just made, ours alone.
             unsafe { ((a + k * PAGE) as *mut u8).write_volatile(k as u8 | 1) };
@@ -859,8 +867,10 @@ mod tests {
             .all(|&id| b.placement[id as usize] == TierId(0)));
         assert!(b.counts[0] >= pages as u64, "{:?}", b.counts);
         let ids: Vec<u32> = span.ids.clone();
-        // SAFETY: unmaps the mapping made above; nothing refers to it any more.
-        unsafe { crate::sys::munmap(a, pages * PAGE) };
+        // Read-only is no longer a tiered mapping: its pages are retired as if unmapped (and
+        // no other thread can map there before the next scan).
+        // SAFETY: our own mapping made above; only its protection changes.
+        unsafe { crate::sys::mprotect(a, pages * PAGE, libc::PROT_READ) };
         b.scan();
         assert!(!b.spans.contains_key(&a));
         assert!(ids
@@ -876,6 +886,8 @@ mod tests {
         plan.push(first, TierId(0));
         let r = b.apply(&plan, None);
         assert_eq!((r.pages_already_there, b.pages_refused), (1, 0));
+        // SAFETY: unmaps the mapping made above; nothing refers to it any more.
+        unsafe { crate::sys::munmap(g, (pages + 2) * PAGE) };
     }
 
     #[test]
