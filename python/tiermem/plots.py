@@ -816,6 +816,60 @@ def plot_granularity_fig8(directory: Path) -> list[Path]:
     return written
 
 
+#: Marker per TierScape system family (Fig. 8: 2-Tier, waterfall, analytical).
+_TIERSCAPE_FAMILIES = (("2T-", "o", PALETTE[0]), ("6T-WF-", "s", PALETTE[1]), ("6T-AM-", "^", PALETTE[2]))
+
+
+@kind("tierscape-fig8")
+def plot_tierscape_fig8(directory: Path) -> list[Path]:
+    """TierScape Fig. 8 (slowdown vs memory TCO saving per configuration, one panel per
+    workload; the saving axis decreases to the right as in the paper) and Fig. 10 (pages per
+    tier over time for Redis under 6T-WF-M/A and 6T-AM-0.5/0.1, faults below)."""
+    rows = read_summary_rows(directory, ["workload", "config", "slowdown", "tco_savings"])
+    rows = rows[rows["config"] != "DRAM"]
+    workloads = list(dict.fromkeys(rows["workload"]))
+    fig, axes = new_figure(1, len(workloads), size=(5.0 * len(workloads), 4.5))
+    for ax, w in zip(axes[0], workloads, strict=True):
+        sub = rows[rows["workload"] == w]
+        for prefix, marker, colour in _TIERSCAPE_FAMILIES:
+            fam = sub[sub["config"].str.startswith(prefix)]
+            ax.scatter(fam["tco_savings"] * 100.0, fam["slowdown"] * 100.0, marker=marker,
+                       color=colour, label=prefix.rstrip("-"), zorder=3)
+            for _, r in fam.iterrows():
+                ax.annotate(str(r["config"]).removeprefix(prefix), (r["tco_savings"] * 100.0, r["slowdown"] * 100.0),
+                            textcoords="offset points", xytext=(4, 3), fontsize="x-small")
+        ax.invert_xaxis()
+        ax.set_title(w)
+        ax.set_xlabel("memory TCO saving vs all-DRAM (%)")
+        ax.set_ylabel("slowdown vs all-DRAM (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+    written = [save(fig, directory / "fig8_slowdown_vs_tco.png")]
+    occ_path = directory / "occupancy.csv"
+    if occ_path.exists():
+        occ = pd.read_csv(occ_path)
+        configs = [c for c in ("6T-WF-M", "6T-WF-A", "6T-AM-0.5", "6T-AM-0.1") if c in set(occ["config"])]
+        redis = occ[occ["workload"] == "redis"]
+        if configs and not redis.empty:
+            fig, axes = new_figure(2, len(configs), size=(4.0 * len(configs), 6.0), sharex=True)
+            tiers = list(dict.fromkeys(redis["tier"]))
+            for j, c in enumerate(configs):
+                sub = redis[redis["config"] == c]
+                pages = sub.pivot(index="t_s", columns="tier", values="pages")[tiers]
+                faults = sub.pivot(index="t_s", columns="tier", values="faults_per_s")[tiers[1:]].sum(axis=1)
+                axes[0, j].stackplot(pages.index, *(pages[t] for t in tiers), labels=tiers,
+                                     colors=PALETTE[: len(tiers)])
+                axes[0, j].set_title(f"redis {c}")
+                axes[0, j].set_ylabel("pages (4 KiB)")
+                axes[1, j].plot(faults.index, faults.to_numpy(), color=PALETTE[3])
+                axes[1, j].set_xlabel("time (s)")
+                axes[1, j].set_ylabel("faults per second")
+                axes[1, j].grid(alpha=0.3)
+            axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+            written.append(save(fig, directory / "fig10_redis_occupancy.png"))
+    return written
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in ("-l", "--list"):
@@ -842,3 +896,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+

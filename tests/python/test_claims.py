@@ -16,7 +16,7 @@ pytest.importorskip("tiermem._native")
 def test_every_claim_names_a_known_experiment_and_kind():
     known = set(workbench.experiments())
     every = claims.all_claims()
-    assert {c.paper for c in every} >= {"colloid", "mercury", "granularity", "memstrata"}
+    assert {c.paper for c in every} >= {"colloid", "mercury", "granularity", "memstrata", "tierscape"}
     for c in every:
         assert c.experiment in known, c
         assert c.kind in claims.KINDS and c.tolerance >= 0 and c.paper_value > 0, c

@@ -182,6 +182,11 @@ pub struct TierConfig {
     /// is (default "3KiB"; at most "4KiB").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_compressed: Option<Size>,
+    /// Simulator only, kind = "compressed": the load latency of the medium holding the
+    /// pool, ns (TierScape's "backing media", §4.1: e.g. Optane). Default: tier 0's
+    /// `unloaded_latency_ns` (a pool in DRAM). The runtime measures its real backing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_latency_ns: Option<f64>,
     /// Simulator only: the loaded-latency curve (a name or a table [[u, multiplier], ...]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub curve: Option<CurveSpec>,
@@ -211,6 +216,7 @@ impl TierConfig {
             allocator: None,
             backing: None,
             max_compressed: None,
+            backing_latency_ns: None,
             curve: None,
             write_cost: None,
         }
@@ -288,6 +294,7 @@ impl TierConfig {
                 ("allocator", self.allocator.is_some()),
                 ("backing", self.backing.is_some()),
                 ("max_compressed", self.max_compressed.is_some()),
+                ("backing_latency_ns", self.backing_latency_ns.is_some()),
             ] {
                 if set {
                     return Err(not_for_kind(field, "compressed"));
@@ -344,6 +351,7 @@ impl TierConfig {
                 for (field, set) in [
                     ("curve", self.curve.is_some()),
                     ("write_cost", self.write_cost.is_some()),
+                    ("backing_latency_ns", self.backing_latency_ns.is_some()),
                 ] {
                     if set {
                         return Err(invalid(
@@ -388,6 +396,9 @@ impl TierConfig {
         }
         if let Some(v) = self.write_cost {
             check_range(&f("write_cost"), v, 0.1, 10.0)?;
+        }
+        if let Some(v) = self.backing_latency_ns {
+            check_range(&f("backing_latency_ns"), v, 1.0, 1e9)?;
         }
         if let Some(v) = self.cost_per_gb {
             check_range(&f("cost_per_gb"), v, 0.0, 1e6)?;
@@ -576,6 +587,25 @@ max_compressed = "3KiB"
             .unwrap_err()
             .to_string();
         assert!(e.contains("runtime.tiers[1].backing"), "{e}");
+        // The media latency of a pool is simulator physics; a DRAM tier has no pool.
+        let mut t = parse(TABLE);
+        t[1].backing_latency_ns = Some(305.0);
+        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("runtime.tiers[1].backing_latency_ns") && e.contains("simulator"),
+            "{e}"
+        );
+        let mut t = parse(TABLE);
+        t[0].backing_latency_ns = Some(305.0);
+        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("runtime.tiers[0].backing_latency_ns") && e.contains("compressed"),
+            "{e}"
+        );
     }
 
     #[test]

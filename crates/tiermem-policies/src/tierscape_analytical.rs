@@ -18,8 +18,10 @@
 //!   from compressed tiers).
 //! * `USD_y`: `cost_per_gb` of the tier (for a compressed tier, of the media backing its
 //!   pool); `C_y`: the tier's compression ratio as measured now (logical bytes placed there
-//!   over its pool's bytes), or `assumed_compression_ratio` while it holds less than a
-//!   region ([`tiermem_core::tco`]).
+//!   over its pool's bytes); while it holds less than a region, the ratio it last measured,
+//!   or `assumed_compression_ratio` if it never held one ([`tiermem_core::tco`]). (Falling
+//!   back to the assumed ratio whenever a tier empties made placements flip between two
+//!   tiers every window: the emptied tier looked better than the measured full one.)
 //! * α ∈ [0, 1] (§5.2.1): 1 keeps everything in DRAM (no saving, no slowdown), 0 asks for the
 //!   maximum saving.
 //!
@@ -434,6 +436,8 @@ pub struct TierscapeAnalytical {
     pub solves: u64,
     /// The modelled overhead (Eq. 8, ns) and TCO bound of the last solved window.
     pub last_overhead_ns: f64,
+    /// Per tier, the compression ratio it last measured holding at least a region.
+    measured_ratio: Vec<Option<f64>>,
 }
 
 impl TierscapeAnalytical {
@@ -445,11 +449,12 @@ impl TierscapeAnalytical {
             solver_failures: 0,
             solves: 0,
             last_overhead_ns: 0.0,
+            measured_ratio: Vec::new(),
         }
     }
 
     /// This window's instance: mean hotness, measured or assumed ratios, the α bound.
-    fn instance(&self, snap: &Snapshot<'_>, regions: &Regions) -> Option<Instance> {
+    fn instance(&mut self, snap: &Snapshot<'_>, regions: &Regions) -> Option<Instance> {
         let n = snap.tiers.len().min(snap.tier_specs.len());
         let mut logical = vec![0u64; n];
         for t in snap.placement {
@@ -458,14 +463,16 @@ impl TierscapeAnalytical {
             }
         }
         let region_bytes = self.pages_per_region as u64 * snap.page_bytes;
-        let ratio = |y: usize| {
+        self.measured_ratio.resize(n, None);
+        for y in 0..n {
             let bytes = logical[y] * snap.page_bytes;
             let used = snap.tiers[y].used_bytes;
             if bytes >= region_bytes && used > 0 {
-                (bytes as f64 / used as f64).clamp(1.0, 1000.0)
-            } else {
-                self.cfg.assumed_compression_ratio
+                self.measured_ratio[y] = Some((bytes as f64 / used as f64).clamp(1.0, 1000.0));
             }
+        }
+        let ratio = |y: usize| {
+            self.measured_ratio[y].unwrap_or(self.cfg.assumed_compression_ratio)
         };
         let model = TcoModel::from_specs(&snap.tier_specs[..n], ratio).ok()?;
         let total_pages = snap.placement.len() as u64;

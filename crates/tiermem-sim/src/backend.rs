@@ -2,7 +2,7 @@
 //! tracker, and page placement. Each `advance` is split into epochs (≤ `epoch_ms`), each
 //! solved with one fixed point and filled with sampled accesses.
 
-use crate::compressed::{Allocator, Compressibility, Pool};
+use crate::compressed::{Allocator, CodecModel, Compressibility, Pool};
 use crate::config::{AntagonistConfig, SimConfig};
 use crate::latency::Curve;
 use crate::machine::{CoreModel, Demand, Equilibrium, Machine, TenantsEquilibrium, TierModel};
@@ -29,7 +29,10 @@ pub struct Record {
     pub latency_ns: Vec<f64>,
     pub read_bytes_per_s: Vec<f64>,
     pub write_bytes_per_s: Vec<f64>,
+    /// Bytes each tier's media holds (a compressed tier's pool frames).
     pub used_bytes: Vec<f64>,
+    /// Pages placed in each tier (a compressed tier's logical pages).
+    pub used_pages: Vec<u64>,
     /// Share of the application's memory traffic served by each tier.
     pub app_share: Vec<f64>,
     pub migrated_bytes_per_s: f64,
@@ -62,6 +65,27 @@ const HINT_FAULT_PAGE_BYTES: f64 = 4096.0;
 /// are remote and touched within a scan cycle in the fraction `touched_remote`.
 pub fn hint_fault_rate(share: f64, touched_remote: f64) -> f64 {
     NUMA_SCAN_BYTES_PER_S * share / HINT_FAULT_PAGE_BYTES * touched_remote
+}
+
+/// Extra time a fault from compressed tier `t` spends reading its object from a pool on a
+/// slower medium than tier 0 (TierScape §4.1: "the access latency of DRAM-backed tiers is
+/// better than those backed by the Optane due to the higher media access latency"). The
+/// codecs were timed reading DRAM (`compressed.rs`), so only the difference counts: the
+/// object's lines at the mean compressibility, fetched `mlp_lines` at a time like any other
+/// access of the core model, each round paying `backing_latency_ns − tier 0's latency`.
+fn backing_media_ns(cfg: &SimConfig, t: &tiermem_core::TierConfig, codec: &CodecModel) -> f64 {
+    let (Some(backing), Some(local)) = (
+        t.backing_latency_ns,
+        cfg.machine.tiers.first().and_then(|t0| t0.unloaded_latency_ns),
+    ) else {
+        return 0.0;
+    };
+    let lz4 = cfg
+        .page_compressibility
+        .as_ref()
+        .map_or(1.0, |c| (c.min + c.max) / 2.0);
+    let lines = (lz4 * codec.size_vs_lz4 * crate::compressed::FRAME as f64 / 64.0).ceil();
+    (lines / cfg.machine.mlp_lines).ceil() * (backing - local).max(0.0)
 }
 
 #[derive(Default)]
@@ -235,8 +259,9 @@ pub struct SimBackend {
     pools: Vec<Option<Pool>>,
     any_compressed: bool,
     compressibility: Option<Compressibility>,
-    /// Fixed cost of a compressed-tier fault, before decompression.
-    fault_ns: f64,
+    /// Per tier, the service time of a fault from its pool (0 for memory tiers): the fixed
+    /// fault cost, the decompression, and the backing medium's extra read time.
+    fault_cost_ns: Vec<f64>,
     /// Stationary workloads: each compressed page's next access (its fault), drawn
     /// exactly as `Exp(T_ops · p_page)` when it enters the pool. `due_of` marks the live
     /// entry of each page (a page that left the pool leaves a stale heap entry).
@@ -289,6 +314,7 @@ impl SimBackend {
         let mut tiers = Vec::new();
         let mut capacity_pages = Vec::new();
         let mut pools = Vec::new();
+        let mut fault_cost_ns = Vec::new();
         for (i, t) in cfg.machine.tiers.iter().enumerate() {
             let path = format!("machine.tiers[{i}]");
             let cap = (crate::config::tier_capacity(t, &format!("{path}.capacity"))? as f64
@@ -303,7 +329,10 @@ impl SimBackend {
                 let allocator = Allocator::parse(allocator, &format!("{path}.allocator"))?;
                 // An access is a fault: its service time is the tier's latency, flat (the
                 // decompression runs on the faulting core, not on a shared channel).
-                let cost = cfg.machine.compressed_fault_ns + codec.decompress_ns;
+                let cost = cfg.machine.compressed_fault_ns
+                    + codec.decompress_ns
+                    + backing_media_ns(cfg, t, &codec);
+                fault_cost_ns.push(cost);
                 spec.unloaded_latency_ns = cost;
                 tiers.push(TierModel {
                     unloaded_ns: cost,
@@ -323,6 +352,7 @@ impl SimBackend {
                 continue;
             }
             pools.push(None);
+            fault_cost_ns.push(0.0);
             let curve = t.curve.as_ref().ok_or_else(|| {
                 tiermem_core::config::invalid(&format!("{path}.curve"), "missing")
             })?;
@@ -491,7 +521,7 @@ impl SimBackend {
                 .page_compressibility
                 .as_ref()
                 .map(|c| Compressibility::of(c, cfg.seed)),
-            fault_ns: m.compressed_fault_ns,
+            fault_cost_ns,
             due: BinaryHeap::new(),
             due_of: HashMap::new(),
             stuck: Default::default(),
@@ -750,10 +780,10 @@ impl SimBackend {
     fn fault(&mut self, p: usize) -> (usize, f64) {
         let from = self.placement[p];
         let tenant = self.tenant_of(p);
-        let Some(pool) = &self.pools[from.index()] else {
+        if self.pools[from.index()].is_none() {
             return (tenant, 0.0);
-        };
-        let cost = self.fault_ns + pool.codec.decompress_ns;
+        }
+        let cost = self.fault_cost_ns[from.index()];
         self.quantum_faults[from.index()] += 1.0;
         self.interval_faults[from.index()] += 1.0;
         self.fault_events
@@ -810,10 +840,9 @@ impl SimBackend {
         self.pools
             .iter()
             .zip(&self.loads[t].stuck_mass)
-            .filter_map(|(pool, m)| {
-                pool.as_ref()
-                    .map(|p| m.max(0.0) * (self.fault_ns + p.codec.decompress_ns))
-            })
+            .zip(&self.fault_cost_ns)
+            .filter(|((pool, _), _)| pool.is_some())
+            .map(|((_, m), cost)| m.max(0.0) * cost)
             .sum()
     }
 
@@ -1297,6 +1326,7 @@ impl SimBackend {
             read_bytes_per_s: (0..n).map(|i| a.rb[i] / a.dt_s).collect(),
             write_bytes_per_s: (0..n).map(|i| a.wb[i] / a.dt_s).collect(),
             used_bytes: (0..n).map(|i| self.used_bytes(i) as f64).collect(),
+            used_pages: self.used_pages.clone(),
             app_share: (0..n)
                 .map(|i| {
                     if app_total > 0.0 {

@@ -16,6 +16,7 @@ pub mod overrides;
 pub mod reproduce;
 pub mod reproduce_memstrata;
 pub mod reproduce_mercury;
+pub mod reproduce_tierscape;
 pub mod runner;
 pub mod tracker;
 pub mod workload;

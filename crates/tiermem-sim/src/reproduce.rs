@@ -25,6 +25,7 @@ pub const EXPERIMENTS: &[&str] = &[
     "granularity-fig8",
     "memstrata-fig5",
     "memstrata-fig6",
+    "tierscape-fig8",
     #[cfg(feature = "onnx")]
     "memstrata-fig10",
     #[cfg(feature = "onnx")]
@@ -46,6 +47,7 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
         "colloid-fig8" => colloid_heatmap(quick, Axis::ObjectSize)?,
         "colloid-fig9" => colloid_fig9(quick, out)?,
         "mercury-fig13" => crate::reproduce_mercury::fig13(quick, out)?,
+        "tierscape-fig8" => crate::reproduce_tierscape::fig8(quick, out)?,
         "mercury-fig14" => crate::reproduce_mercury::fig14(quick, out)?,
         "mercury-fig16" => crate::reproduce_mercury::fig16(quick, out)?,
         "granularity-fig8" => crate::ics18::run(quick)?,

@@ -146,3 +146,88 @@ fn the_analytical_model_places_cold_regions_directly_and_alpha_trades_tco() {
         all.throughput
     );
 }
+
+use tiermem_core::Backend;
+use tiermem_sim::reproduce_tierscape::{config_for, fig8, APPS, CONFIGS};
+
+/// TierScape §4.1: a pool on Optane faults slower than the same pool in DRAM, by the
+/// compressed object's lines fetched `mlp_lines` at a time, each round paying the media's
+/// extra latency. fig8.toml: lz4 at a mean of half a page = 2048 bytes = 32 lines, 10 per
+/// round = 4 rounds of (305 − 81) ns.
+#[test]
+fn a_pool_on_slower_media_faults_slower_by_its_extra_line_rounds() {
+    let cfg = config_for(&APPS[1], "6T-WF-A", 1.0).expect("config");
+    let b = tiermem_sim::backend::SimBackend::new(&cfg).expect("backend");
+    let lat: Vec<f64> = b
+        .tier_specs()
+        .iter()
+        .map(|t| t.unloaded_latency_ns)
+        .collect();
+    assert_eq!(lat[2] - lat[1], 4.0 * (305.0 - 81.0), "{lat:?}");
+    // zbud-lz4 on DRAM: the fault plus lz4's decompression, nothing for the medium.
+    assert_eq!(lat[1], 2000.0 + 2700.0, "{lat:?}");
+    // Table 2's order: T1 fastest, T5 slowest.
+    assert!(lat[1] < lat[2] && lat[3] < lat[4] && lat[4] < lat[5], "{lat:?}");
+}
+
+#[test]
+fn every_fig8_configuration_builds_with_its_tiers() {
+    for app in APPS {
+        for &c in CONFIGS {
+            let cfg = config_for(app, c, 2.0).unwrap_or_else(|e| panic!("{} {c}: {e}", app.name));
+            let names: Vec<&str> = cfg.machine.tiers.iter().map(|t| t.name.as_str()).collect();
+            if c.starts_with("2T-") {
+                assert_eq!(names, ["dram", "zs-lo-dr"], "{c}");
+            } else {
+                assert_eq!(names.len(), 6, "{c}: {names:?}");
+            }
+        }
+    }
+}
+
+/// The quick reproduction end to end: every row present, DRAM the reference, and the
+/// analytical model's saving and slowdown monotone in α (TierScape §5.2.1: α trades
+/// saving for performance). Skipped with TIERMEM_SKIP_E2E=1.
+#[test]
+fn tierscape_fig8_quick_rows_and_alpha_monotone() {
+    if std::env::var_os("TIERMEM_SKIP_E2E").is_some() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tiermem-ts-fig8-{}", std::process::id()));
+    let s = fig8(true, &dir).expect("fig8");
+    let _ = std::fs::remove_dir_all(&dir);
+    let rows = s["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), APPS.len() * CONFIGS.len());
+    let get = |w: &str, c: &str, k: &str| {
+        rows.iter()
+            .find(|r| r["workload"] == w && r["config"] == c)
+            .and_then(|r| r[k].as_f64())
+            .unwrap_or_else(|| panic!("{w} {c} {k}"))
+    };
+    for app in APPS {
+        let w = app.name;
+        assert_eq!(get(w, "DRAM", "slowdown"), 0.0);
+        assert_eq!(get(w, "DRAM", "tco_savings"), 0.0);
+        assert_eq!(get(w, "DRAM", "dram_share"), 1.0);
+        for &c in CONFIGS {
+            let t = get(w, c, "tco_savings");
+            assert!((0.0..0.9).contains(&t), "{w} {c}: saving {t}");
+        }
+        let (a9, a5, a1) = (
+            get(w, "6T-AM-0.9", "tco_savings"),
+            get(w, "6T-AM-0.5", "tco_savings"),
+            get(w, "6T-AM-0.1", "tco_savings"),
+        );
+        assert!(a9 <= a5 && a5 <= a1, "{w}: savings {a9} {a5} {a1}");
+        let (s9, s5, s1) = (
+            get(w, "6T-AM-0.9", "slowdown"),
+            get(w, "6T-AM-0.5", "slowdown"),
+            get(w, "6T-AM-0.1", "slowdown"),
+        );
+        // 0.5 point of slack: throughput varies a little between runs' sampled accesses.
+        assert!(
+            s9 <= s5 + 0.005 && s5 <= s1 + 0.005,
+            "{w}: slowdowns {s9} {s5} {s1}"
+        );
+    }
+}
