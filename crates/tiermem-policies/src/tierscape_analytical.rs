@@ -464,11 +464,14 @@ impl TierscapeAnalytical {
         }
         let region_bytes = self.pages_per_region as u64 * snap.page_bytes;
         self.measured_ratio.resize(n, None);
-        for y in 0..n {
-            let bytes = logical[y] * snap.page_bytes;
-            let used = snap.tiers[y].used_bytes;
-            if bytes >= region_bytes && used > 0 {
-                self.measured_ratio[y] = Some((bytes as f64 / used as f64).clamp(1.0, 1000.0));
+        for ((pages, tier), measured) in logical
+            .iter()
+            .zip(snap.tiers)
+            .zip(self.measured_ratio.iter_mut())
+        {
+            let bytes = pages * snap.page_bytes;
+            if bytes >= region_bytes && tier.used_bytes > 0 {
+                *measured = Some((bytes as f64 / tier.used_bytes as f64).clamp(1.0, 1000.0));
             }
         }
         let ratio = |y: usize| {
