@@ -355,6 +355,15 @@ pub fn render(s: &Stats) -> String {
         if s.uptime_s > 0.0 { s.cpu_s / s.uptime_s * 100.0 } else { 0.0 }
     ));
     o.push_str(&format!(
+        "memory TCO: {:.1}% saved against all in DRAM (TierScape Eq. 12; costs per GB: dram {}{})\n",
+        s.tco_savings * 100.0,
+        s.dram_cost_per_gb,
+        s.tiers
+            .iter()
+            .map(|t| format!(", {} {}", t.name, t.cost_per_gb))
+            .collect::<String>()
+    ));
+    o.push_str(&format!(
         "moves: {} pages in {} page-table operations   process: anonymous {} of which unmanaged {} (stacks, pre-start blocks, shared/locked, tiermem's tables)   over budget max {}   waits for room {} ({:.2}s)\n",
         s.moved_pages,
         s.move_ops,
@@ -454,5 +463,31 @@ pub fn budget(a: BudgetArgs) -> Result<()> {
             a.pid,
             answer.strip_prefix("error ").unwrap_or(&answer)
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tiermem_linux::stats::TierStats;
+
+    #[test]
+    fn stat_shows_the_memory_tco_and_each_tiers_cost() {
+        let s = Stats {
+            tco_savings: 0.2535,
+            dram_cost_per_gb: 1.0,
+            tiers: vec![TierStats {
+                name: "1:lz4".into(),
+                cost_per_gb: 0.333,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let text = render(&s);
+        assert!(
+            text.contains("memory TCO: 25.4% saved against all in DRAM")
+                && text.contains("dram 1, 1:lz4 0.333"),
+            "{text}"
+        );
     }
 }

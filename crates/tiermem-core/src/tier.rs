@@ -162,7 +162,8 @@ pub struct TierConfig {
     /// simulator; runtime default dram 10, compressed 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_bandwidth_gbps: Option<f64>,
-    /// Relative cost of a GB, for TCO (default 1.0; compressed 0.3).
+    /// Relative cost of a GB of the tier's medium, for TCO (default 1.0; for a compressed
+    /// tier the cost of the medium its pool lives on, so 1.0 for a pool in DRAM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_per_gb: Option<f64>,
     /// kind = "node": the Linux NUMA node that realises the tier (the simulator ignores it).
@@ -432,9 +433,9 @@ impl TierConfig {
                 self.peak_bandwidth_gbps
                     .unwrap_or(if compressed { 1.0 } else { 10.0 }),
             ),
-            cost_per_gb: self
-                .cost_per_gb
-                .unwrap_or(if compressed { 0.3 } else { 1.0 }),
+            // A compressed tier's cost is its backing medium's (TierScape Eq. 12: USD_y per
+            // stored byte; the saving comes from the ratio): a pool in DRAM costs DRAM's.
+            cost_per_gb: self.cost_per_gb.unwrap_or(1.0),
             kind,
         }
     }

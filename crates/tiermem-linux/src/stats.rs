@@ -92,6 +92,9 @@ pub struct TierStats {
     pub migrations_out: u64,
     /// Pages that did not compress below the bound and stayed resident.
     pub rejected_incompressible: u64,
+    /// Relative cost of a GB of the tier's medium (`cost_per_gb`), for TCO.
+    #[serde(default)]
+    pub cost_per_gb: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -168,6 +171,14 @@ pub struct Stats {
     /// The loaded-latency probe's CPU time over the run's wall time (0: no probe).
     #[serde(default)]
     pub probe_cpu_share: f64,
+    /// Memory TCO saving against every managed page in DRAM, `1 − TCO / TCO_max`
+    /// (TierScape Eq. 9 and 12): DRAM's resident bytes, each pool's bytes and each node
+    /// tier's pages at their tier's `cost_per_gb`.
+    #[serde(default)]
+    pub tco_savings: f64,
+    /// DRAM's `cost_per_gb` (the reference of the saving).
+    #[serde(default)]
+    pub dram_cost_per_gb: f64,
 }
 
 impl Stats {
@@ -201,6 +212,12 @@ impl Stats {
             "footprint_bytes",
             "Resident plus compressed managed bytes",
             self.footprint_bytes as f64,
+        );
+        g(
+            &mut s,
+            "tco_savings_ratio",
+            "Memory TCO saved against all managed pages in DRAM (TierScape Eq. 12)",
+            self.tco_savings,
         );
         g(
             &mut s,

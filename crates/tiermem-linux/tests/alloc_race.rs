@@ -101,6 +101,23 @@ fn an_mremap_between_tiered_regions_leaves_their_pages_intact() {
         compressed > 4096,
         "{what}: only {compressed} pages were compressed"
     );
+    // The stats' memory TCO (TierScape Eq. 12) follows from the bytes they report.
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k}: {v}"));
+    let tiers = st["tiers"].as_array().unwrap();
+    let c0 = f(&st, "dram_cost_per_gb");
+    let resident = f(&st, "resident_bytes");
+    let logical = resident + tiers.iter().map(|t| f(t, "stored_bytes")).sum::<f64>();
+    let tco = resident * c0
+        + tiers
+            .iter()
+            .map(|t| f(t, "pool_bytes") * f(t, "cost_per_gb"))
+            .sum::<f64>();
+    let expected = 1.0 - tco / (logical * c0);
+    let reported = f(&st, "tco_savings");
+    assert!(
+        (reported - expected).abs() < 1e-9 && (0.0..1.0).contains(&reported),
+        "{what}: tco_savings {reported}, from the bytes {expected}"
+    );
 }
 
 /// The program (one copy, shared with bench/heap/python_threads.sh).

@@ -486,6 +486,11 @@ impl Runtime {
                     migrations_in: t.migr_in,
                     migrations_out: t.migr_out,
                     rejected_incompressible: t.rejected,
+                    cost_per_gb: self
+                        .cfg
+                        .tiers
+                        .get(k + 1)
+                        .map_or(1.0, |c| c.spec(0).cost_per_gb),
                 })
                 .collect(),
             cpu_s: cf + cm,
@@ -507,6 +512,22 @@ impl Runtime {
             probe_cpu_share: self.probe.as_ref().map_or(0.0, |p| {
                 p.cpu_s() / ((sys::now_ns() - self.start_ns) as f64 / 1e9).max(1e-9)
             }),
+            tco_savings: {
+                let specs: Vec<_> = self.cfg.tiers.iter().map(|c| c.spec(0)).collect();
+                let resident = st.resident * PAGE as u64;
+                let mut logical = vec![resident];
+                let mut physical = vec![resident];
+                for t in &st.tiers {
+                    logical.push(t.pages * PAGE as u64);
+                    physical.push(if t.node.is_some() {
+                        t.pages * PAGE as u64
+                    } else {
+                        t.pool.pool_bytes
+                    });
+                }
+                tiermem_core::tco::measured_savings(&specs, &logical, &physical)
+            },
+            dram_cost_per_gb: self.cfg.tiers.first().map_or(1.0, |c| c.spec(0).cost_per_gb),
         }
     }
 }
