@@ -402,7 +402,12 @@ impl TierConfig {
             check_range(&f("backing_latency_ns"), v, 1.0, 1e9)?;
         }
         if let Some(v) = self.cost_per_gb {
-            check_range(&f("cost_per_gb"), v, 0.0, 1e6)?;
+            if !(v.is_finite() && v > 0.0 && v <= 1e6) {
+                return Err(invalid(
+                    &f("cost_per_gb"),
+                    format!("{v}: give the medium's cost per GB relative to the others, > 0 (DRAM is usually 1, Optane-like memory ~0.33)"),
+                ));
+            }
         }
         if matches!(kind, TierKind::Compressed { .. }) {
             let m = self.max_compressed_bytes(path)?;
@@ -607,6 +612,18 @@ max_compressed = "3KiB"
             e.contains("runtime.tiers[0].backing_latency_ns") && e.contains("compressed"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_cost_that_is_not_positive_is_named() {
+        for v in [0.0, -1.0, f64::NAN] {
+            let mut t = parse(TABLE);
+            t[1].cost_per_gb = Some(v);
+            let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("runtime.tiers[1].cost_per_gb") && e.contains("> 0"), "{e}");
+        }
     }
 
     #[test]
