@@ -870,6 +870,43 @@ def plot_tierscape_fig8(directory: Path) -> list[Path]:
     return written
 
 
+#: Marker per backing medium in the characterization plot (DRAM, then memory nodes).
+_BACKING_MARKERS = ("o", "s", "^", "D", "v")
+
+
+@kind("tiers-characterize")
+def plot_tiers_characterize(directory: Path) -> list[Path]:
+    """TierScape Fig. 3 from ``DIR/tiers.csv`` (``tiermem tiers characterize``): each
+    candidate tier's fault latency against its memory TCO saving, colour per codec, marker
+    per backing, the frontier tiers (``tiers.json``) labelled."""
+    rows = pd.read_csv(directory / "tiers.csv")
+    rows = rows[rows["compressible_pages"] > 0]
+    frontier = set()
+    meta = directory / "tiers.json"
+    if meta.exists():
+        frontier = set(json.loads(meta.read_text()).get("frontier", []))
+    fig, axes = new_figure()
+    ax = axes[0, 0]
+    codecs = list(dict.fromkeys(rows["codec"]))
+    backings = list(dict.fromkeys(rows["backing"]))
+    for ci, codec in enumerate(codecs):
+        for bi, backing in enumerate(backings):
+            sub = rows[(rows["codec"] == codec) & (rows["backing"] == backing)]
+            if sub.empty:
+                continue
+            ax.scatter(sub["tco_saving"] * 100.0, sub["fault_ns"] / 1e3, color=PALETTE[ci % len(PALETTE)],
+                       marker=_BACKING_MARKERS[bi % len(_BACKING_MARKERS)], label=f"{codec} / {backing}", zorder=3)
+    for _, r in rows[rows["name"].isin(frontier)].iterrows():
+        ax.annotate(str(r["name"]), (r["tco_saving"] * 100.0, r["fault_ns"] / 1e3),
+                    textcoords="offset points", xytext=(4, 3), fontsize="x-small")
+    ax.set_xlabel("memory TCO saving vs DRAM (%)")
+    ax.set_ylabel("fault latency (µs per 4 KiB page)")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="x-small")
+    return [save(fig, directory / "tiers_latency_vs_tco.png")]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in ("-l", "--list"):

@@ -57,6 +57,9 @@ fn pre_flight(cli: Cli, argv: &[String]) {
         Command::Memstrata(crate::memstrata_cmd::MemstrataCommand::Train(a)) => {
             sim_cmd::check_out_dir(&a.out)
         }
+        Command::Tiers(crate::tiers_cmd::TiersCommand::Characterize(a)) => {
+            crate::tiers_cmd::check_args(&a).map(|_| ())
+        }
     };
     if let Err(e) = r {
         check_err(&e, argv);

@@ -6,6 +6,7 @@ mod memstrata_cmd;
 mod policies_cmd;
 mod runtime_cmd;
 mod sim_cmd;
+mod tiers_cmd;
 mod trace_cmd;
 mod workbench_cmd;
 
@@ -45,6 +46,9 @@ enum Command {
     Budget(runtime_cmd::BudgetArgs),
     /// Run a sweep file (base config x grid x seeds) locally or on Ray; writes Parquet.
     Sweep(workbench_cmd::SweepArgs),
+    /// Compressed tiers: `characterize` measures each codec x allocator x backing here.
+    #[command(subcommand)]
+    Tiers(tiers_cmd::TiersCommand),
     /// Memstrata's slowdown estimator: `train` retrains the shipped model.
     #[command(subcommand)]
     Memstrata(memstrata_cmd::MemstrataCommand),
@@ -70,6 +74,7 @@ fn main() {
         Command::Budget(a) => runtime_cmd::budget(a).map(|_| 0),
         Command::Sweep(a) => workbench_cmd::sweep(a),
         Command::Memstrata(c) => memstrata_cmd::memstrata(c).map(|_| 0),
+        Command::Tiers(c) => tiers_cmd::tiers(c).map(|_| 0),
     };
     match result {
         Ok(code) => std::process::exit(code),

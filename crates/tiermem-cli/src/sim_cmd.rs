@@ -239,7 +239,7 @@ pub fn checkout_python_dir() -> Option<PathBuf> {
 
 /// Draw PNGs with the Python front (matplotlib). Plots are optional: without Python the
 /// data files are still complete, and we say how to get the plots.
-fn plot(kind: &str, dir: &Path) {
+pub(crate) fn plot(kind: &str, dir: &Path) {
     let python = front_python();
     let status = std::process::Command::new(&python)
         .args(["-m", "tiermem.plots", kind])

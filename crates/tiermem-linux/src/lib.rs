@@ -23,6 +23,7 @@
 
 pub mod attach;
 pub mod backend;
+pub mod characterize;
 pub mod codec;
 mod codec_ext;
 pub mod config;

@@ -1,0 +1,89 @@
+//! `tiermem tiers characterize`: every candidate measured on real pages, a tier table each
+//! backend accepts, and bad input refused in one line with exit 2.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tiermem_linux::config::RuntimeConfig;
+use tiermem_sim::config::SimConfig;
+
+fn tiermem() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tiermem"))
+}
+
+fn out_dir(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("tiermem-tc-{tag}-{}", std::process::id()))
+}
+
+#[test]
+fn characterize_measures_every_candidate_and_writes_tables_both_backends_accept() {
+    let out = out_dir("ok");
+    let r = Command::new(tiermem())
+        .args(["tiers", "characterize", "--pages", "64", "--rounds", "1", "--no-plots", "--out"])
+        .arg(&out)
+        .output()
+        .expect("run tiermem");
+    assert!(r.status.success(), "{r:?}");
+    let csv = std::fs::read_to_string(out.join("tiers.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    // 6 codecs x 3 allocators on DRAM at least (more with other memory nodes).
+    assert!(rows.len() >= 18, "{csv}");
+    for codec in ["lz4", "lzo", "zstd:1", "zstd:3", "deflate:1", "deflate:6"] {
+        assert!(rows.iter().any(|r| r[1] == codec), "{codec} missing:\n{csv}");
+    }
+    let num = |r: &Vec<&str>, i: usize| r[i].parse::<f64>().unwrap();
+    for r in &rows {
+        // ratio (col 9) with the allocator's packing: zbud holds at most 2 per page.
+        if r[2] == "zbud" {
+            assert!(num(r, 9) <= 2.0 + 1e-9, "{r:?}");
+        }
+        // TCO saving (col 10) of one tier: 1 - cost / (ratio * DRAM's cost).
+        let expect = 1.0 - num(r, 4) / num(r, 9);
+        assert!((num(r, 10) - expect).abs() < 1e-3, "{r:?}");
+    }
+    // zsmalloc packs text tighter than zbud with the same codec.
+    let ratio = |alloc: &str| {
+        rows.iter()
+            .find(|r| r[1] == "deflate:6" && r[2] == alloc && r[3] == "dram")
+            .map(|r| num(r, 9))
+            .unwrap()
+    };
+    assert!(ratio("zsmalloc") > ratio("zbud"), "{csv}");
+    // The runtime loads its table as it is.
+    let rt = out.join("runtime-tiers.toml");
+    let cfg = RuntimeConfig::from_file(&rt).unwrap_or_else(|e| panic!("{e}\n{}", std::fs::read_to_string(&rt).unwrap()));
+    assert!(cfg.tiers.len() >= 2, "{:?}", cfg.tiers);
+    // The simulator takes its table in place of fig8.toml's tiers.
+    let base = tiermem_sim::reproduce_tierscape::TIERSCAPE_FIG8_BASE;
+    let first = base.find("[[machine.tiers]]").unwrap();
+    let second = first + 1 + base[first + 1..].find("[[machine.tiers]]").unwrap();
+    let end = base.find("[page_compressibility]").unwrap();
+    let sim = std::fs::read_to_string(out.join("sim-tiers.toml")).unwrap();
+    let text = format!("{}{sim}\n{}", &base[..second], &base[end..]);
+    SimConfig::from_toml(&text, "fig8 + sim-tiers.toml").unwrap_or_else(|e| panic!("{e}\n{sim}"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+fn refused(args: &[&str], names: &str) {
+    let out = out_dir("bad");
+    let r = Command::new(tiermem())
+        .args(["tiers", "characterize", "--rounds", "1", "--pages", "4", "--no-plots"])
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("run tiermem");
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(names) && err.trim().lines().count() == 1, "{args:?}: {err}");
+    assert!(!Path::new(&out).join("tiers.csv").exists(), "{args:?} wrote output");
+}
+
+#[test]
+fn bad_input_is_one_line_naming_the_option() {
+    refused(&["--cost", "dram"], "--cost dram");
+    refused(&["--cost", "dram=0"], "> 0");
+    refused(&["--cost", "optane=0.3"], "not a backing");
+    refused(&["--random-fraction", "1.5"], "--random-fraction");
+    refused(&["--pid", "999999999"], "--pid 999999999");
+    refused(&["--max-compressed", "5000"], "--max-compressed");
+}
