@@ -87,3 +87,43 @@ fn bad_input_is_one_line_naming_the_option() {
     refused(&["--pid", "999999999"], "--pid 999999999");
     refused(&["--max-compressed", "5000"], "--max-compressed");
 }
+
+/// A running process's own memory: a Python holding 4 MiB of repeated text.
+#[test]
+fn characterize_reads_a_running_processs_pages() {
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, time\nx = bytearray(b'tiered memory ' * 300000)\nprint('ready', flush=True)\ntime.sleep(30)",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let out = out_dir("pid");
+    let r = Command::new(tiermem())
+        .args(["tiers", "characterize", "--rounds", "1", "--pages", "512", "--no-plots", "--pid"])
+        .arg(child.id().to_string())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("run tiermem");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(r.status.success(), "{r:?}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tiers.json")).unwrap()).unwrap();
+    assert!(json["source"].as_str().unwrap().starts_with("process "), "{json}");
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["pages"], 512, "4 MiB of text fill the 512 pages asked for");
+    // The repeated text compresses: the best tier saves most of a page.
+    let best = rows.iter().map(|r| r["tco_saving"].as_f64().unwrap()).fold(0.0, f64::max);
+    assert!(best > 0.5, "{best}");
+    let _ = std::fs::remove_dir_all(&out);
+}
