@@ -114,8 +114,10 @@ fn an_mremap_between_tiered_regions_leaves_their_pages_intact() {
             .sum::<f64>();
     let expected = 1.0 - tco / (logical * c0);
     let reported = f(&st, "tco_savings");
+    // It may be negative: at exit the few objects left can hold more pool slabs (16 KiB
+    // each) than their pages' bytes (seen: -2.5 %).
     assert!(
-        (reported - expected).abs() < 1e-9 && (0.0..1.0).contains(&reported),
+        (reported - expected).abs() < 1e-9 && reported < 1.0,
         "{what}: tco_savings {reported}, from the bytes {expected}"
     );
 }
