@@ -90,7 +90,7 @@ pub fn measure(
         if round == 0 {
             for p in pages {
                 if let Some(n) = codec.compress(p, &mut out, max_compressed) {
-                    handles.push(pool.store(&out[..n])?);
+                    handles.push((*p, pool.store(&out[..n])?));
                 }
             }
         }
@@ -104,12 +104,12 @@ pub fn measure(
     let dst = sys::map_anon(len).ok()?;
     let mut fault_ns = f64::MAX;
     for _ in 0..rounds.max(1) {
-        // SAFETY: `dst` is our own anonymous mapping of `len` bytes; dropping its pages
-        // only makes the next writes fault in fresh zeroed pages.
+        // Dropping the pages makes the next writes fault in fresh zeroed ones.
+        // SAFETY: `dst` is our own anonymous mapping of `len` bytes.
         unsafe { sys::madvise(dst, len, libc::MADV_DONTNEED) };
         let t = Instant::now();
         let mut ok = true;
-        for (i, &h) in handles.iter().enumerate() {
+        for (i, &(_, h)) in handles.iter().enumerate() {
             // SAFETY: page `i` of the mapping above: PAGE bytes, ours, not aliased.
             let page = unsafe { std::slice::from_raw_parts_mut((dst + i * PAGE) as *mut u8, PAGE) };
             ok &= codec.decompress(pool.get(h), page);
@@ -122,16 +122,11 @@ pub fn measure(
         fault_ns = fault_ns.min(t.elapsed().as_nanos() as f64 / stored.max(1) as f64);
     }
     // Every page came back intact: the measurement is of correct decompressions.
-    let mut idx = 0;
-    let mut intact = true;
-    for p in pages {
-        if codec.compress(p, &mut out, max_compressed).is_some() {
-            // SAFETY: page `idx` of the mapping, written above.
-            let got = unsafe { std::slice::from_raw_parts((dst + idx * PAGE) as *const u8, PAGE) };
-            intact &= got == *p;
-            idx += 1;
-        }
-    }
+    let intact = handles.iter().enumerate().all(|(i, &(p, _))| {
+        // SAFETY: page `i` of the mapping, written above.
+        let got = unsafe { std::slice::from_raw_parts((dst + i * PAGE) as *const u8, PAGE) };
+        got == p
+    });
     // SAFETY: unmaps the mapping made above; the slices into it are gone.
     unsafe { sys::munmap(dst, len) };
     if !intact {
