@@ -528,9 +528,12 @@ pub fn manager_loop(rt: &'static Runtime) {
                         Ok(c) => ctl = Some(c),
                         Err(e) => {
                             ctl_refused = true;
-                            crate::runtime::report(&format!(
-                                "no control directory (no `tiermem stat`/`budget`): {e}"
-                            ));
+                            // At exit the directory goes away under us: not a problem.
+                            if !crate::control::closed() {
+                                crate::runtime::report(&format!(
+                                    "no control directory (no `tiermem stat`/`budget`): {e}"
+                                ));
+                            }
                         }
                     }
                 }

@@ -308,7 +308,8 @@ fn remove_pid_dir(parent: RawFd, name: &CStr, uid: u32) -> bool {
 /// publishes nothing more.
 static CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-fn closed() -> bool {
+/// True once this process has begun removing its own directory at exit.
+pub fn closed() -> bool {
     CLOSED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
@@ -549,6 +550,9 @@ impl Server {
                 let id = identity(l.as_raw_fd()).unwrap_or_default();
                 s.listener = Slot::Open(l, id);
             }
+            // The program exiting meanwhile removes the directory under us (a short-lived
+            // child such as a shell a launcher script forks): nothing to report then.
+            Err(_) if closed() => {}
             Err(e) => crate::runtime::report(&format!("no control socket: {e}")),
         }
         if closed() {
