@@ -80,7 +80,8 @@ pub struct Snapshot<'a> {
     pub page_bytes: u64,
     pub tier_specs: &'a [TierSpec],
     pub tiers: &'a [TierTelemetry],
-    /// `placement[page]` is the tier the page lives in (the OS knows this).
+    /// `placement[page]` is the tier the page lives in (the OS knows this), or
+    /// [`TierId::NONE`](crate::TierId::NONE) where no data lives (runtime only).
     pub placement: &'a [TierId],
     pub events: &'a [HeatEvent],
     /// The address spaces the backend manages, each a span of the page space, sorted.

@@ -33,6 +33,10 @@ pub struct TierId(pub u8);
 
 impl TierId {
     pub const DEFAULT: TierId = TierId(0);
+    /// In a snapshot's placement: no data at this page (a hole, or a page never touched).
+    /// The runtime's address spaces have such pages; the simulator's never do. A policy
+    /// that counts pages or looks for the tier a page is in must skip them.
+    pub const NONE: TierId = TierId(u8::MAX);
     pub fn index(self) -> usize {
         self.0 as usize
     }

@@ -289,8 +289,7 @@ impl Instance {
                 pb.add_column(weight * self.lat[y] / lmax, 0.0..=1.0, factors);
             }
         }
-        let mut model = pb.optimise(Sense::Minimise);
-        model.make_quiet();
+        let mut model = quiet_single_threaded(pb.optimise(Sense::Minimise));
         let _ = model.try_set_option("time_limit", time_limit_s);
         let _ = model.try_set_option("solver", "simplex");
         let solved = model
@@ -368,8 +367,7 @@ impl Instance {
                 pb.add_column_with_integrality(obj, 0.0..=1.0, factors, method == Method::ExactMip);
             }
         }
-        let mut model = pb.optimise(Sense::Minimise);
-        model.make_quiet();
+        let mut model = quiet_single_threaded(pb.optimise(Sense::Minimise));
         let _ = model.try_set_option("time_limit", time_limit_s);
         if method == Method::LpRounded {
             // A basic (vertex) solution: at most one split region.
@@ -474,11 +472,9 @@ impl TierscapeAnalytical {
                 *measured = Some((bytes as f64 / tier.used_bytes as f64).clamp(1.0, 1000.0));
             }
         }
-        let ratio = |y: usize| {
-            self.measured_ratio[y].unwrap_or(self.cfg.assumed_compression_ratio)
-        };
+        let ratio = |y: usize| self.measured_ratio[y].unwrap_or(self.cfg.assumed_compression_ratio);
         let model = TcoModel::from_specs(&snap.tier_specs[..n], ratio).ok()?;
-        let total_pages = snap.placement.len() as u64;
+        let total_pages = regions.present_pages();
         let cost = model.effective_costs();
         let min = cost[model.cheapest_tier()];
         // Eq. 2's bound, TCO_min + α·MTS (Eq. 1, 9, 10), in pages × effective cost.
@@ -538,10 +534,7 @@ impl Policy for TierscapeAnalytical {
     }
     fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
         let mut plan = Plan::default();
-        let regions = Regions {
-            pages_per_region: self.pages_per_region,
-            pages: snap.placement.len(),
-        };
+        let regions = Regions::new(self.pages_per_region, snap.placement);
         self.history.push_back(regions.heat(snap.events, true));
         while self.history.len() > self.cfg.history_windows as usize {
             self.history.pop_front();
@@ -585,6 +578,18 @@ impl Policy for TierscapeAnalytical {
         }
         plan
     }
+}
+
+/// A model that prints nothing and solves on the calling thread alone. On the runtime the
+/// solver runs on tiermem's manager thread inside the program: HiGHS's worker threads
+/// (created on the first solve, `threads` = the core count by default) would be program
+/// threads to the preload, allocating from the program's allocator what the manager thread
+/// frees into tiermem's own ("free(): invalid pointer": memcached aborted under
+/// `tierscape_analytical`). One thread also keeps the simulator's solves deterministic.
+fn quiet_single_threaded(mut model: highs::Model) -> highs::Model {
+    model.make_quiet();
+    let _ = model.try_set_option("threads", 1);
+    model
 }
 
 /// Whether a tier is compressed (for callers building instances from specs).

@@ -175,14 +175,30 @@ pub(crate) fn pages_per_region(region: &Size, ctx: BuildContext) -> u32 {
     Move::granularity_pages(bytes.max(page), page).unwrap_or(1)
 }
 
-/// The regions of a page space: region `r` is pages `[r·n, min((r+1)·n, pages))`.
-#[derive(Clone, Copy, Debug)]
+/// The regions of a page space: region `r` is pages `[r·n, min((r+1)·n, pages))`. Pages
+/// that hold no data ([`TierId::NONE`] in the placement: the runtime's holes and untouched
+/// pages) belong to no tier: they are not counted in a region's size, in the share of pages
+/// a threshold covers, or in the TCO.
+#[derive(Clone, Debug)]
 pub struct Regions {
     pub pages_per_region: u32,
     pub pages: usize,
+    /// Pages holding data, per region.
+    present: Vec<u32>,
 }
 
 impl Regions {
+    pub fn new(pages_per_region: u32, placement: &[TierId]) -> Regions {
+        let n = pages_per_region.max(1) as usize;
+        Regions {
+            pages_per_region: n as u32,
+            pages: placement.len(),
+            present: placement
+                .chunks(n)
+                .map(|c| c.iter().filter(|&&t| t != TierId::NONE).count() as u32)
+                .collect(),
+        }
+    }
     pub fn count(&self) -> usize {
         self.pages.div_ceil(self.pages_per_region as usize)
     }
@@ -194,8 +210,13 @@ impl Regions {
         let n = self.pages_per_region as usize;
         r * n..((r + 1) * n).min(self.pages)
     }
+    /// Pages of region `r` that hold data.
     pub fn len(&self, r: usize) -> u64 {
-        self.range(r).len() as u64
+        self.present[r] as u64
+    }
+    /// Pages that hold data, in all regions.
+    pub fn present_pages(&self) -> u64 {
+        self.present.iter().map(|&n| n as u64).sum()
     }
     /// Sum of PEBS samples per region (and, with `faults`, of compressed-tier faults, each an
     /// observed access).
@@ -232,12 +253,15 @@ impl Regions {
         placement[self.range(r)]
             .iter()
             .copied()
+            .filter(|&t| t != TierId::NONE)
             .max()
             .unwrap_or(TierId::DEFAULT)
     }
-    /// Whether every page of region `r` is in `tier`.
+    /// Whether every page of region `r` that holds data is in `tier`.
     pub fn all_in(&self, placement: &[TierId], r: usize, tier: TierId) -> bool {
-        placement[self.range(r)].iter().all(|&t| t == tier)
+        placement[self.range(r)]
+            .iter()
+            .all(|&t| t == tier || t == TierId::NONE)
     }
     /// Move region `r` to `to`: one aligned move for a whole region, naturally aligned
     /// power-of-two pieces for a short last region.
@@ -303,15 +327,15 @@ impl Policy for TierscapeWaterfall {
             return plan;
         }
         let last = TierId((n_tiers - 1) as u8);
-        let regions = Regions {
-            pages_per_region: self.pages_per_region,
-            pages: snap.placement.len(),
-        };
+        let regions = Regions::new(self.pages_per_region, snap.placement);
         let heat = regions.heat(snap.events, false);
         let faulted = regions.faulted(snap.events);
         let (mut back, mut down, mut dram) = (Vec::new(), Vec::new(), Vec::new());
         let mut compressed_pages = 0u64;
         for (r, &was_faulted) in faulted.iter().enumerate() {
+            if regions.len(r) == 0 {
+                continue;
+            }
             let deepest = regions.deepest(snap.placement, r);
             if deepest == TierId::DEFAULT {
                 dram.push(r);
@@ -349,7 +373,7 @@ impl Policy for TierscapeWaterfall {
                     .iter()
                     .find(|(n, _)| n == name)
                     .map_or(0.45, |(_, s)| *s);
-                let target = (share * regions.pages as f64).round() as u64;
+                let target = (share * regions.present_pages() as f64).round() as u64;
                 let mut cold = dram.clone();
                 cold.sort_by(|&a, &b| heat[a].total_cmp(&heat[b]).then(a.cmp(&b)));
                 let mut covered = compressed_pages;
@@ -490,11 +514,25 @@ mod tests {
     }
 
     #[test]
+    fn pages_without_data_count_for_no_tier() {
+        // The runtime's placement: half of region 1 and all of regions 4..8 hold no data.
+        let mut w = world(8, 1);
+        for p in (6..8).chain(16..32) {
+            w.placement[p] = TierId::NONE;
+        }
+        w.recount();
+        let mut p = policy(toml::Value::String("aggressive".into()));
+        w.apply(&p.decide(&w.snap()));
+        // 14 pages hold data; 75 % of them is 10.5 -> 11: the coldest regions (all equally
+        // cold: lowest address first) until the next would pass it.
+        assert_eq!(region_tiers(&w)[..4], [1, 1, 1, 0]);
+        assert!(w.placement[6..8].iter().all(|&t| t == TierId::NONE));
+        assert!(w.placement[16..].iter().all(|&t| t == TierId::NONE));
+    }
+
+    #[test]
     fn a_short_last_region_moves_in_aligned_pieces() {
-        let r = Regions {
-            pages_per_region: 8,
-            pages: 15,
-        };
+        let r = Regions::new(8, &[TierId(0); 15]);
         let mut plan = Plan::default();
         r.push(&mut plan, 1, TierId(1));
         let got: Vec<(u32, u32)> = plan

@@ -764,6 +764,13 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
         return;
     }
     if tiermem_linux::in_internal() {
+        // A block a library's own worker thread (a program thread to us) allocated and
+        // tiermem's thread frees: mimalloc's, which takes frees from any thread. Handing it
+        // to glibc would corrupt glibc's heap.
+        if is_mi(p) {
+            // SAFETY: p is a mimalloc block.
+            return unsafe { mi::mi_free(p) };
+        }
         // SAFETY: tiermem's own blocks come from glibc (`malloc` above).
         return unsafe { __libc_free(p) };
     }

@@ -7,7 +7,7 @@ use crate::sys::PAGE;
 use tiermem_core::TierId;
 
 /// Placement of pages that hold no data (absent or holes): they are in no tier.
-pub const NO_TIER: TierId = TierId(u8::MAX);
+pub const NO_TIER: TierId = TierId::NONE;
 
 /// Where the data of one page of the arena is (see the state diagram in `runtime/mod.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

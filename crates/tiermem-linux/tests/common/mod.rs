@@ -191,7 +191,7 @@ pub fn plain(argv: &[&str]) -> Command {
     c
 }
 
-fn unique() -> u64 {
+pub fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
