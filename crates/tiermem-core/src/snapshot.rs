@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 /// (Colloid §3.1: CHA queue occupancy and arrival rate per tier).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TierTelemetry {
+    /// Memory the tier occupies: its pages, or a compressed tier's pool (compressed data
+    /// and the allocator's overhead; the pages it holds are in the placement).
     pub used_bytes: u64,
     pub capacity_bytes: u64,
     /// Average number of read requests queued for this tier (O in Little's law).

@@ -300,7 +300,10 @@ impl RuntimeBackend {
             let rate = faults / dt_s;
             // Little's law: faults in service on average = their total service time / elapsed.
             let tel = TierTelemetry {
-                used_bytes: t.pages * PAGE as u64,
+                // The pool's memory, as the simulator reports a compressed tier (its logical
+                // size is in the placement): TierScape's analytical model measures each
+                // tier's ratio from the two, and saw 1.0 (no saving to be had) before.
+                used_bytes: t.pool.pool_bytes,
                 capacity_bytes: u64::MAX,
                 arrival_rate_per_s: rate,
                 occupancy: service_s / dt_s,

@@ -456,97 +456,112 @@ fn memcached_memcaslap_load_every_value_read_back() {
     assert!(migrations_in(&s) > 1_000, "little was tiered: {s}");
 }
 
-/// TierScape's policies on a real server (issue 13): memcached under DRAM + two compressed
-/// tiers with `tierscape_analytical` (HiGHS solving on tiermem's manager thread inside
-/// memcached: its worker threads once crashed memcached with "free(): invalid pointer") and
-/// with `tierscape_waterfall` (which once moved nothing: the runtime's untouched pages
-/// counted as compressed), driven by tiermem-kvload's Gaussian load that verifies every value.
+/// TierScape's policies on real servers (issue 13): memcached (glibc malloc) and Redis
+/// (jemalloc, which exports its own C++ `operator new`) under DRAM + two compressed tiers,
+/// with `tierscape_analytical` (HiGHS solves on tiermem's manager thread inside the server:
+/// its worker threads, then its allocations through jemalloc's `operator new`, then its
+/// static objects destroyed at exit on a program thread each once crashed a server) and
+/// `tierscape_waterfall` (which once moved nothing: the runtime's untouched pages counted
+/// as compressed). tiermem-kvload's Gaussian load verifies every value; the server exits 0.
 #[test]
-fn memcached_under_tierscape_policies_keeps_every_value_and_tiers_it() {
+fn servers_under_tierscape_policies_keep_every_value_and_exit_cleanly() {
     if skip_e2e("memcached") {
         return;
     }
     require("memcached", "memcached");
+    require("redis-server", "redis-server");
     let _h = heavy();
-    for policy in [
-        "policy = \"tierscape_analytical\"\nalpha = 0.1",
-        "policy = \"tierscape_waterfall\"\nthreshold = \"aggressive\"",
-    ] {
-        let cfg = std::env::temp_dir().join(format!(
-            "tiermem-test-ts-{}-{}.toml",
-            std::process::id(),
-            unique()
-        ));
-        std::fs::write(
-            &cfg,
-            format!(
-                "[runtime]\ndram_budget = \"unlimited\"\n\
-                 [[runtime.tiers]]\nname = \"dram\"\nkind = \"dram\"\n\
-                 [[runtime.tiers]]\nname = \"fast\"\nkind = \"compressed\"\ncodec = \"lz4\"\nallocator = \"zsmalloc\"\n\
-                 [[runtime.tiers]]\nname = \"dense\"\nkind = \"compressed\"\ncodec = \"lzo\"\nallocator = \"zsmalloc\"\n\
-                 [policy]\n{policy}\nprofile_window_ms = 500.0\n"
-            ),
-        )
-        .unwrap();
-        let port = free_port();
-        let ps = port.to_string();
-        let cfg_s = cfg.display().to_string();
-        let (mut cmd, stats) = tiered_with(
-            &["--config", &cfg_s],
-            "unlimited",
-            &[
-                "memcached",
-                "-l",
-                "127.0.0.1",
-                "-p",
-                &ps,
-                "-m",
-                "1024",
-                "-U",
-                "0",
-                "-t",
-                "2",
-                "-u",
-                "root",
-            ],
-        );
-        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-        let mut srv = Server(Some(cmd.spawn().unwrap()));
-        wait_port(port, srv.0.as_mut().unwrap(), "tiered memcached");
-        let load = run(
-            plain(&[
-                env!("CARGO_BIN_EXE_tiermem-kvload"),
-                "--protocol",
-                "memcached",
-                "--port",
-                &ps,
-                "--keys",
-                "8192",
-                "--fill",
-                "--duration-s",
-                "6",
-            ]),
-            None,
-            120,
-            "kvload",
-        );
-        let alive = srv.0.as_mut().unwrap().try_wait().unwrap().is_none();
-        // SAFETY: signals our own child process.
-        unsafe { libc::kill(srv.0.as_ref().unwrap().id() as i32, libc::SIGTERM) };
-        let o = wait_timeout(srv.0.take().unwrap(), 60, "memcached exit");
-        let err = String::from_utf8_lossy(&o.stderr).to_string();
-        assert!(alive, "{policy}: memcached died under the load: {err}");
-        let out = ok(&load, &format!("{policy}: kvload (every value verified)"));
-        assert!(
-            out.contains("\"bad\":0") && out.contains("\"misses\":0"),
-            "{out}"
-        );
-        assert!(runtime_problems(&err).is_empty(), "{policy}: {err}");
-        let s = final_stats(&stats);
-        assert!(
-            migrations_in(&s) > 1_000,
-            "{policy}: little was tiered: {s}"
-        );
-        let _ = std::fs::remove_file(&cfg);
+    for server in ["memcached", "redis"] {
+        for policy in [
+            "policy = \"tierscape_analytical\"\nalpha = 0.1",
+            "policy = \"tierscape_waterfall\"\nthreshold = \"aggressive\"",
+        ] {
+            let what = format!("{server} / {}", policy.lines().next().unwrap_or(""));
+            let cfg = std::env::temp_dir().join(format!(
+                "tiermem-test-ts-{}-{}.toml",
+                std::process::id(),
+                unique()
+            ));
+            std::fs::write(
+                &cfg,
+                format!(
+                    "[runtime]\ndram_budget = \"unlimited\"\n\
+                     [[runtime.tiers]]\nname = \"dram\"\nkind = \"dram\"\n\
+                     [[runtime.tiers]]\nname = \"fast\"\nkind = \"compressed\"\ncodec = \"lz4\"\nallocator = \"zsmalloc\"\n\
+                     [[runtime.tiers]]\nname = \"dense\"\nkind = \"compressed\"\ncodec = \"lzo\"\nallocator = \"zsmalloc\"\n\
+                     [policy]\n{policy}\nprofile_window_ms = 500.0\n"
+                ),
+            )
+            .unwrap();
+            let port = free_port();
+            let ps = port.to_string();
+            let cfg_s = cfg.display().to_string();
+            let argv: Vec<&str> = if server == "memcached" {
+                vec![
+                    "memcached",
+                    "-l",
+                    "127.0.0.1",
+                    "-p",
+                    &ps,
+                    "-m",
+                    "1024",
+                    "-U",
+                    "0",
+                    "-t",
+                    "2",
+                    "-u",
+                    "root",
+                ]
+            } else {
+                vec![
+                    "redis-server",
+                    "--port",
+                    &ps,
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ]
+            };
+            let (mut cmd, stats) = tiered_with(&["--config", &cfg_s], "unlimited", &argv);
+            cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+            let mut srv = Server(Some(cmd.spawn().unwrap()));
+            wait_port(port, srv.0.as_mut().unwrap(), &what);
+            let load = run(
+                plain(&[
+                    env!("CARGO_BIN_EXE_tiermem-kvload"),
+                    "--protocol",
+                    server,
+                    "--port",
+                    &ps,
+                    "--keys",
+                    "8192",
+                    "--fill",
+                    "--duration-s",
+                    "6",
+                ]),
+                None,
+                120,
+                "kvload",
+            );
+            let alive = srv.0.as_mut().unwrap().try_wait().unwrap().is_none();
+            // SAFETY: signals our own child process.
+            unsafe { libc::kill(srv.0.as_ref().unwrap().id() as i32, libc::SIGTERM) };
+            let o = wait_timeout(srv.0.take().unwrap(), 60, "server exit");
+            let err = String::from_utf8_lossy(&o.stderr).to_string();
+            assert!(alive, "{what}: the server died under the load: {err}");
+            assert!(o.status.success(), "{what}: exit {:?}: {err}", o.status);
+            let out = ok(&load, &format!("{what}: kvload (every value verified)"));
+            assert!(
+                out.contains("\"bad\":0") && out.contains("\"misses\":0"),
+                "{what}: {out}"
+            );
+            assert!(runtime_problems(&err).is_empty(), "{what}: {err}");
+            let s = final_stats(&stats);
+            assert!(migrations_in(&s) > 1_000, "{what}: little was tiered: {s}");
+            let _ = std::fs::remove_file(&cfg);
+        }
     }
 }

@@ -17,6 +17,8 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod cxx;
+
 use libc::{c_int, c_void, off_t, size_t};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tiermem_linux::runtime::{self, Pin, Runtime};
@@ -236,8 +238,7 @@ extern "C" fn init() {
             }
             SMALL_MI.store(glibc && !small_glibc, Ordering::SeqCst);
             READY.store(true, Ordering::SeqCst);
-            // SAFETY: `at_exit` is an `extern "C" fn()` of this library, which is never unloaded.
-            unsafe { libc::atexit(at_exit) };
+            cxx::register_at_exit(at_exit);
         }
         Err(e) => {
             if std::env::var_os("TIERMEM_QUIET").is_none() {
@@ -252,7 +253,7 @@ extern "C" fn init() {
     }
 }
 
-extern "C" fn at_exit() {
+extern "C" fn at_exit(_: *mut c_void) {
     if let Some(rt) = runtime::get() {
         let _g = enter();
         // TIERMEM_STATS_OUT=FILE ("%p" = pid): final stats as JSON, for tests and scripts.

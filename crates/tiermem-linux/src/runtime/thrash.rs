@@ -72,6 +72,18 @@ impl Runtime {
         };
         if flagged && !was && (reported_ns == 0 || now - reported_ns > THRASH_REPORT_GAP_NS) {
             st.thrash.reported_ns = now;
+            if matches!(st.budget, crate::config::Budget::Unlimited) {
+                // No budget to raise: the placement policy put these pages in the tiers.
+                return Some(format!(
+                    "thrashing: {:.0}% of the last {:.0} s went to serving {} tier faults \
+                     (budget unlimited: the policy placed the pages there); give the policy a \
+                     more conservative setting (TierScape: a larger alpha or threshold \
+                     \"conservative\"; HeMem/MEMTIS: a lower hot threshold)",
+                    share * 100.0,
+                    wall as f64 / 1e9,
+                    refaulted
+                ));
+            }
             let s = st.thrash.suggestion.clone().unwrap_or_default();
             return Some(format!(
                 "thrashing: {:.0}% of the last {:.0} s went to serving {} tier faults \
