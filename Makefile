@@ -136,7 +136,7 @@ reproduce-all: setup
 # out/bench holds `make bench` runs: timings, not results.
 docs-results: venv
 	PYTHONPATH=$(CURDIR)/python $(PY) -m tiermem.results_page $(OUT) docs/results.md --exclude bench \
-	    --bench bench/runtime/results.md
+	    --bench bench/runtime/results.md --bench bench/tierscape/kv.md
 
 # ---- maintenance ---------------------------------------------------------------------
 
