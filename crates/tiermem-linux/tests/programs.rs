@@ -179,6 +179,26 @@ fn sqlite3_large_in_memory_database_identical() {
     assert!(migrations_in(&s) > 10_000, "little was tiered: {s}");
 }
 
+/// memcached on 127.0.0.1:`port`, 1 GiB of cache, two threads (as root: `-u root`).
+fn memcached_argv(port: &str) -> Vec<&str> {
+    [
+        "memcached",
+        "-l",
+        "127.0.0.1",
+        "-p",
+        port,
+        "-m",
+        "1024",
+        "-U",
+        "0",
+        "-t",
+        "2",
+        "-u",
+        "root",
+    ]
+    .to_vec()
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -381,24 +401,7 @@ fn memcached_memcaslap_load_every_value_read_back() {
     let _h = heavy();
     let port = free_port();
     let ps = port.to_string();
-    let (mut cmd, stats) = tiered(
-        "25%",
-        &[
-            "memcached",
-            "-l",
-            "127.0.0.1",
-            "-p",
-            &ps,
-            "-m",
-            "1024",
-            "-U",
-            "0",
-            "-t",
-            "2",
-            "-u",
-            "root",
-        ],
-    );
+    let (mut cmd, stats) = tiered("25%", &memcached_argv(&ps));
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
     let mut srv = Server(Some(cmd.spawn().unwrap()));
     wait_port(port, srv.0.as_mut().unwrap(), "tiered memcached");
@@ -497,21 +500,7 @@ fn servers_under_tierscape_policies_keep_every_value_and_exit_cleanly() {
             let ps = port.to_string();
             let cfg_s = cfg.display().to_string();
             let argv: Vec<&str> = if server == "memcached" {
-                vec![
-                    "memcached",
-                    "-l",
-                    "127.0.0.1",
-                    "-p",
-                    &ps,
-                    "-m",
-                    "1024",
-                    "-U",
-                    "0",
-                    "-t",
-                    "2",
-                    "-u",
-                    "root",
-                ]
+                memcached_argv(&ps)
             } else {
                 vec![
                     "redis-server",
