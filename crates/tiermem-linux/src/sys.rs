@@ -148,6 +148,13 @@ pub fn thread_cpu_ns(tid: i32) -> u64 {
 pub fn page_down(a: usize) -> usize {
     a & !(PAGE - 1)
 }
+/// `a` rounded up to a page; saturates at the last page boundary instead of wrapping
+/// (callers clamp it to the arena).
 pub fn page_up(a: usize) -> usize {
-    (a + PAGE - 1) & !(PAGE - 1)
+    a.saturating_add(PAGE - 1) & !(PAGE - 1)
+}
+
+/// [`page_up`], or None where rounding up would overflow.
+pub fn checked_page_up(a: usize) -> Option<usize> {
+    a.checked_add(PAGE - 1).map(|b| b & !(PAGE - 1))
 }

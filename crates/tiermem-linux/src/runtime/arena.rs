@@ -67,10 +67,12 @@ impl Runtime {
     /// A new managed region of `len` bytes (page-rounded). `None` if the arena is full or
     /// the kernel refused; the caller then falls back to plain memory.
     pub fn alloc_region(&self, len: usize) -> Option<usize> {
-        let n = (sys::page_up(len) / PAGE) as u32;
-        if n == 0 {
-            return None;
-        }
+        // More pages than the arena has (or than a usize holds once rounded) can never fit;
+        // `as u32` would have truncated 2^62 bytes to 2 pages and handed them out.
+        let n = match sys::checked_page_up(len).map(|b| b / PAGE) {
+            Some(n) if n > 0 && n <= self.arena_pages as usize => n as u32,
+            _ => return None,
+        };
         let mut st = lock(self);
         let start = match st.take_range(n) {
             Some(s) => s,
@@ -160,7 +162,7 @@ impl Runtime {
 
     pub(super) fn release_locked(&self, st: &mut State, a: usize, len: usize) {
         let a0 = sys::page_down(a);
-        let end = sys::page_up(a + len).min(self.arena + self.arena_pages as usize * PAGE);
+        let end = sys::page_up(a.saturating_add(len)).min(self.arena + self.arena_pages as usize * PAGE);
         let (s, e) = (self.idx(a0), self.idx(end).min(st.hwm as usize));
         if s < e {
             self.reserve(self.addr(s), (e - s) * PAGE);
@@ -187,7 +189,7 @@ impl Runtime {
         self.release(a, len);
         let mut st = lock(self);
         let s = self.idx(sys::page_down(a));
-        let e = self.idx(sys::page_up(a + len).min(self.arena + self.arena_pages as usize * PAGE));
+        let e = self.idx(sys::page_up(a.saturating_add(len)).min(self.arena + self.arena_pages as usize * PAGE));
         if e as u32 > st.hwm {
             let h = st.hwm;
             st.give_back(h, e as u32 - h);
@@ -214,7 +216,7 @@ impl Runtime {
         let mut st = lock(self);
         let (s, e) = (
             self.idx(sys::page_down(a)),
-            self.idx(sys::page_up(a + len)).min(st.hwm as usize),
+            self.idx(sys::page_up(a.saturating_add(len))).min(st.hwm as usize),
         );
         for i in s..e {
             let k = st.pages[i].state;
@@ -273,7 +275,14 @@ impl Runtime {
         if !old.is_multiple_of(PAGE) || new_len == 0 {
             return -(libc::EINVAL as isize);
         }
-        let (old_len, new_len) = (sys::page_up(old_len), sys::page_up(new_len));
+        // A size the arena can never hold: ENOMEM before any page count is narrowed to u32.
+        let arena_bytes = self.arena_pages as usize * PAGE;
+        let (Some(old_len), Some(new_len)) = (
+            sys::checked_page_up(old_len).filter(|&l| l <= arena_bytes),
+            sys::checked_page_up(new_len).filter(|&l| l <= arena_bytes),
+        ) else {
+            return -(libc::ENOMEM as isize);
+        };
         let old_n = old_len / PAGE;
         let new_n = new_len / PAGE;
         let fixed = flags & libc::MREMAP_FIXED != 0;
