@@ -19,8 +19,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Address of `name` for tiermem's threads (libstdc++'s) or the program's (RTLD_NEXT).
 fn lookup(name: &std::ffi::CStr, internal: bool) -> usize {
     let handle = if internal {
-        // SAFETY: RTLD_NOLOAD only returns a handle when libstdc++ is loaded already (the
-        // preload links it); the handle is never closed, as the library stays loaded.
+        // RTLD_NOLOAD: a handle only when libstdc++ is loaded already (the preload links
+        // it); never closed, as the library stays loaded.
+        // SAFETY: dlopen of a NUL-terminated name with RTLD_NOLOAD loads nothing.
         let h = unsafe {
             libc::dlopen(
                 c"libstdc++.so.6".as_ptr(),
@@ -39,21 +40,26 @@ fn lookup(name: &std::ffi::CStr, internal: bool) -> usize {
     unsafe { libc::dlsym(handle, name.as_ptr()) as usize }
 }
 
+/// [`lookup`], cached in `slot` (0: not found, looked up again next time).
+fn cached(slot: &AtomicUsize, name: &std::ffi::CStr, internal: bool) -> usize {
+    let mut f = slot.load(Ordering::Acquire);
+    if f == 0 {
+        f = lookup(name, internal);
+        slot.store(f, Ordering::Release);
+    }
+    f
+}
+
 /// A resolved operator, cached per (operator, kind of thread).
 fn target(slot: &[AtomicUsize; 2], name: &std::ffi::CStr) -> usize {
     let internal = tiermem_linux::in_internal();
-    let s = &slot[internal as usize];
-    let mut f = s.load(Ordering::Acquire);
+    let f = cached(&slot[internal as usize], name, internal);
     if f == 0 {
-        f = lookup(name, internal);
-        if f == 0 {
-            // No C++ runtime at all: nothing can call these then.
-            let msg = b"tiermem: no C++ operator new/delete to forward to\n";
-            // SAFETY: writes a static buffer to stderr.
-            unsafe { libc::write(2, msg.as_ptr() as *const c_void, msg.len()) };
-            std::process::abort();
-        }
-        s.store(f, Ordering::Release);
+        // No C++ runtime at all: nothing can call these then.
+        let msg = b"tiermem: no C++ operator new/delete to forward to\n";
+        // SAFETY: writes a static buffer to stderr.
+        unsafe { libc::write(2, msg.as_ptr() as *const c_void, msg.len()) };
+        std::process::abort();
     }
     f
 }
@@ -70,8 +76,8 @@ macro_rules! forward {
                 // SAFETY: N ends with its only NUL.
                 unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(N.as_bytes()) }
             });
-            // SAFETY: `f` is this operator's definition in libstdc++ or the next object
-            // (dlsym by its mangled name), which has exactly this signature.
+            // `f` is this operator's definition in libstdc++ or the next object.
+            // SAFETY: `f` has exactly this signature (dlsym by its mangled name).
             unsafe {
                 std::mem::transmute::<usize, unsafe extern "C-unwind" fn($($ty),*) $(-> $ret)?>(f)($($arg),*)
             }
@@ -138,14 +144,9 @@ unsafe fn glibc_cxa_atexit(
     dso: *mut c_void,
 ) -> libc::c_int {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let mut next = NEXT.load(Ordering::Acquire);
+    let next = cached(&NEXT, c"__cxa_atexit", false);
     if next == 0 {
-        // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name only looks a symbol up.
-        next = unsafe { libc::dlsym(libc::RTLD_NEXT, c"__cxa_atexit".as_ptr()) } as usize;
-        if next == 0 {
-            return -1;
-        }
-        NEXT.store(next, Ordering::Release);
+        return -1;
     }
     type CxaAtexit = unsafe extern "C" fn(
         Option<unsafe extern "C" fn(*mut c_void)>,
