@@ -45,6 +45,11 @@ pub struct ReproduceArgs {
     /// With `all`: rerun experiments whose summary.json already matches their config hash.
     #[arg(long)]
     pub force: bool,
+    /// With tierscape-fig8: the compressed tiers' fault and compression times from this
+    /// `tiermem tiers characterize` tiers.json or tiers.csv (each tier's codec and allocator
+    /// with the pool in DRAM). Default: experiments/tierscape/tiers-characterized.json.
+    #[arg(long, value_name = "FILE")]
+    pub tiers: Option<PathBuf>,
 }
 
 /// `--out` must be a directory or a path where one can be made: checked before any work
@@ -137,6 +142,12 @@ pub fn sim(a: SimArgs) -> Result<()> {
 }
 
 pub fn reproduce(a: ReproduceArgs) -> Result<i32> {
+    if a.tiers.is_some() && a.experiment != "tierscape-fig8" {
+        return Err(Error::usage(format!(
+            "--tiers applies to `tiermem reproduce tierscape-fig8` only, not to `{}`; drop it",
+            a.experiment
+        )));
+    }
     if a.experiment == "all" {
         return crate::workbench_cmd::reproduce_all(a);
     }
@@ -160,7 +171,8 @@ pub fn reproduce(a: ReproduceArgs) -> Result<i32> {
     }
     check_out_dir(&a.out)?;
     let start = std::time::Instant::now();
-    let summary = tiermem_sim::reproduce::run(&a.experiment, &a.out, a.quick)?;
+    let summary =
+        tiermem_sim::reproduce::run_with_tiers(&a.experiment, &a.out, a.quick, a.tiers.as_deref())?;
     print_rows(&summary);
     if !a.no_plots {
         plot(&a.experiment, &a.out);

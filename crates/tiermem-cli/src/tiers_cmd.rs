@@ -233,7 +233,7 @@ fn write_outputs(out: &Path, rows: &[TierRow], source: &str, dram_cost: f64) -> 
         "# `tiermem tiers characterize` on {source}: the tiers on the latency / TCO-saving frontier.\n# Use in a runtime config (`tiermem run --config`); latencies are the measured fault costs.\n[[runtime.tiers]]\nname = \"dram\"\nkind = \"dram\"\ncost_per_gb = {dram_cost}\n"
     );
     let mut sim = format!(
-        "# `tiermem tiers characterize` on {source}: the frontier tiers for a simulator config.\n# Set each `capacity` (the pool's physical size); the simulator times faults with its own\n# codec table (docs/simulator.md) and takes a slower backing's latency as backing_latency_ns.\n"
+        "# `tiermem tiers characterize` on {source}: the frontier tiers for a simulator config.\n# Set each `capacity` (the pool's physical size). fault_ns and compress_ns are the times\n# measured here with the pool in DRAM (they replace the simulator's codec table); a pool on a\n# slower medium adds its extra reads from backing_latency_ns (docs/simulator.md).\n"
     );
     for r in &chosen {
         let _ = write!(
@@ -241,11 +241,29 @@ fn write_outputs(out: &Path, rows: &[TierRow], source: &str, dram_cost: f64) -> 
             "\n[[runtime.tiers]]\nname = \"{}\"\nkind = \"compressed\"\ncodec = \"{}\"\nallocator = \"{}\"\nbacking = \"{}\"\ncost_per_gb = {}\nunloaded_latency_ns = {:.0}\n",
             r.name, r.codec, r.allocator, r.backing, r.cost_per_gb, r.fault_ns
         );
+        // The simulator's fault_ns is the DRAM-backed measurement (its backing model adds a
+        // slower medium's reads): this row's own on DRAM, else the same codec and allocator's.
+        let on_dram = rows
+            .iter()
+            .find(|d| d.backing == "dram" && d.codec == r.codec && d.allocator == r.allocator)
+            .unwrap_or(r);
         let _ = write!(
             sim,
-            "\n[[machine.tiers]]\nname = \"{}\"\nkind = \"compressed\"\ncodec = \"{}\"\nallocator = \"{}\"\ncapacity = \"1GiB\"\ncost_per_gb = {}\n",
-            r.name, r.codec, r.allocator, r.cost_per_gb
+            "\n[[machine.tiers]]\nname = \"{}\"\nkind = \"compressed\"\ncodec = \"{}\"\nallocator = \"{}\"\ncapacity = \"1GiB\"\ncost_per_gb = {}\nfault_ns = {:.0}\ncompress_ns = {:.0}\n",
+            r.name,
+            r.codec,
+            r.allocator,
+            r.cost_per_gb,
+            on_dram.fault_ns.max(1.0),
+            on_dram.compress_ns.max(1.0)
         );
+        if r.backing != "dram" {
+            let _ = writeln!(
+                sim,
+                "# pool on {}: set backing_latency_ns to that medium's load latency",
+                r.backing
+            );
+        }
     }
     write("runtime-tiers.toml", rt)?;
     write("sim-tiers.toml", sim)

@@ -59,7 +59,59 @@ fn characterize_measures_every_candidate_and_writes_tables_both_backends_accept(
     let end = base.find("[page_compressibility]").unwrap();
     let sim = std::fs::read_to_string(out.join("sim-tiers.toml")).unwrap();
     let text = format!("{}{sim}\n{}", &base[..second], &base[end..]);
-    SimConfig::from_toml(&text, "fig8 + sim-tiers.toml").unwrap_or_else(|e| panic!("{e}\n{sim}"));
+    let cfg = SimConfig::from_toml(&text, "fig8 + sim-tiers.toml")
+        .unwrap_or_else(|e| panic!("{e}\n{sim}"));
+    // Each tier carries the times measured with its codec and allocator on DRAM.
+    for t in &cfg.machine.tiers[1..] {
+        let row = rows
+            .iter()
+            .find(|r| {
+                Some(r[1]) == t.codec.as_deref()
+                    && Some(r[2]) == t.allocator.as_deref()
+                    && r[3] == "dram"
+            })
+            .unwrap();
+        // The csv keeps 0.1 ns, the table whole ns.
+        assert!(
+            (t.fault_ns.unwrap() - num(row, 8).max(1.0)).abs() <= 1.0,
+            "{sim}"
+        );
+        assert!(
+            (t.compress_ns.unwrap() - num(row, 7).max(1.0)).abs() <= 1.0,
+            "{sim}"
+        );
+    }
+    // `reproduce tierscape-fig8 --tiers` with a characterization lacking one of fig8's
+    // tiers (zsmalloc + deflate) is refused in one line naming the file and the tier.
+    let partial = out.join("partial.csv");
+    let kept: Vec<&str> = csv
+        .lines()
+        .filter(|l| !l.starts_with("zsmalloc-deflate:1-dram,"))
+        .collect();
+    std::fs::write(&partial, kept.join("\n")).unwrap();
+    let r = Command::new(tiermem())
+        .args([
+            "reproduce",
+            "tierscape-fig8",
+            "--quick",
+            "--no-plots",
+            "--tiers",
+        ])
+        .arg(&partial)
+        .arg("--out")
+        .arg(out.join("fig8"))
+        .output()
+        .expect("run tiermem");
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.trim().lines().count() == 1
+            && err.contains("partial.csv")
+            && err.contains("zs-de-op")
+            && err.contains("zsmalloc-deflate:1"),
+        "{err}"
+    );
+    assert!(!out.join("fig8").exists());
     let _ = std::fs::remove_dir_all(&out);
 }
 

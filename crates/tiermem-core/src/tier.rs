@@ -20,6 +20,8 @@
 //! allocator = "zsmalloc"         # zsmalloc, zbud, z3fold
 //! backing = "dram"               # where the pool lives: "dram", a tier name, "node:N"
 //! max_compressed = "3KiB"        # a page that does not compress below this stays put
+//! # simulator only (compressed): backing_latency_ns, and measured fault_ns / compress_ns
+//! # (ns; `tiermem tiers characterize`), replacing the codec table's times
 //! ```
 
 use crate::config::{check_range, invalid, join};
@@ -192,6 +194,18 @@ pub struct TierConfig {
     /// `unloaded_latency_ns` (a pool in DRAM). The runtime measures its real backing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backing_latency_ns: Option<f64>,
+    /// Simulator only, kind = "compressed": a measured fault on this tier with its pool in
+    /// DRAM (fault + decompression + install of the page), ns; e.g. `tiermem tiers
+    /// characterize`'s `fault_ns`. Replaces `machine.compressed_fault_ns` + the codec
+    /// table's decompression time (also the migration thread's decompression); a slower
+    /// `backing_latency_ns` still adds its extra line reads. Default: the codec table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_ns: Option<f64>,
+    /// Simulator only, kind = "compressed": measured compression time per 4 KiB page, ns
+    /// (`tiermem tiers characterize`'s `compress_ns`), charged to the migration thread for
+    /// each page moved in. Default: the codec table's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compress_ns: Option<f64>,
     /// Simulator only: the loaded-latency curve (a name or a table [[u, multiplier], ...]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub curve: Option<CurveSpec>,
@@ -222,6 +236,8 @@ impl TierConfig {
             backing: None,
             max_compressed: None,
             backing_latency_ns: None,
+            fault_ns: None,
+            compress_ns: None,
             curve: None,
             write_cost: None,
         }
@@ -300,6 +316,8 @@ impl TierConfig {
                 ("backing", self.backing.is_some()),
                 ("max_compressed", self.max_compressed.is_some()),
                 ("backing_latency_ns", self.backing_latency_ns.is_some()),
+                ("fault_ns", self.fault_ns.is_some()),
+                ("compress_ns", self.compress_ns.is_some()),
             ] {
                 if set {
                     return Err(not_for_kind(field, "compressed"));
@@ -317,7 +335,7 @@ impl TierConfig {
                     if set {
                         return Err(invalid(
                             &f(field),
-                            "does not apply to a compressed tier in the simulator: an access to a compressed page costs a fault plus the codec's decompression time (docs/simulator.md); remove it",
+                            "does not apply to a compressed tier in the simulator: an access to a compressed page costs a fault plus the codec's decompression time (docs/simulator.md); remove it, or give a measured `fault_ns`",
                         ));
                     }
                 }
@@ -357,6 +375,8 @@ impl TierConfig {
                     ("curve", self.curve.is_some()),
                     ("write_cost", self.write_cost.is_some()),
                     ("backing_latency_ns", self.backing_latency_ns.is_some()),
+                    ("fault_ns", self.fault_ns.is_some()),
+                    ("compress_ns", self.compress_ns.is_some()),
                 ] {
                     if set {
                         return Err(invalid(
@@ -404,6 +424,20 @@ impl TierConfig {
         }
         if let Some(v) = self.backing_latency_ns {
             check_range(&f("backing_latency_ns"), v, 1.0, 1e9)?;
+        }
+        for (field, v) in [
+            ("fault_ns", self.fault_ns),
+            ("compress_ns", self.compress_ns),
+        ] {
+            match v {
+                Some(v) if !(v.is_finite() && v > 0.0 && v <= 1e9) => {
+                    return Err(invalid(
+                        &f(field),
+                        format!("{v}: give a measured time in ns, > 0 and at most 1e9 (e.g. `tiermem tiers characterize`'s {field} for this codec and allocator)"),
+                    ))
+                }
+                _ => {}
+            }
         }
         if let Some(v) = self.cost_per_gb {
             if !(v.is_finite() && v > 0.0 && v <= 1e6) {
@@ -614,6 +648,16 @@ max_compressed = "3KiB"
             .to_string();
         assert!(
             e.contains("runtime.tiers[0].backing_latency_ns") && e.contains("compressed"),
+            "{e}"
+        );
+        // Measured tier times are simulator inputs: the runtime measures its own.
+        let mut t = parse(TABLE);
+        t[1].fault_ns = Some(5000.0);
+        let e = validate_tiers(&t, "runtime.tiers", TierBackend::Runtime)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("runtime.tiers[1].fault_ns") && e.contains("simulator"),
             "{e}"
         );
     }

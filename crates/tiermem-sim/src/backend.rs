@@ -325,13 +325,24 @@ impl SimBackend {
                 codec, allocator, ..
             } = &spec.kind
             {
-                let codec = crate::compressed::codec(codec, &format!("{path}.codec"))?;
+                let mut codec = crate::compressed::codec(codec, &format!("{path}.codec"))?;
                 let allocator = Allocator::parse(allocator, &format!("{path}.allocator"))?;
                 // An access is a fault: its service time is the tier's latency, flat (the
-                // decompression runs on the faulting core, not on a shared channel).
-                let cost = cfg.machine.compressed_fault_ns
-                    + codec.decompress_ns
+                // decompression runs on the faulting core, not on a shared channel). A
+                // measured `fault_ns` (pool in DRAM) replaces the fixed fault cost plus the
+                // codec table's decompression; a slower backing adds its line reads either way.
+                let cost = t
+                    .fault_ns
+                    .unwrap_or(cfg.machine.compressed_fault_ns + codec.decompress_ns)
                     + backing_media_ns(cfg, t, &codec);
+                // The migration thread's codec work: the measured times where given (a
+                // move out of the pool decompresses into a fresh page, as a fault does).
+                if let Some(f) = t.fault_ns {
+                    codec.decompress_ns = f;
+                }
+                if let Some(c) = t.compress_ns {
+                    codec.compress_ns = c;
+                }
                 fault_cost_ns.push(cost);
                 spec.unloaded_latency_ns = cost;
                 tiers.push(TierModel {

@@ -82,13 +82,18 @@ pub const CODECS: &[CodecModel] = &[
     },
 ];
 
-/// The codec a config names (`zstd` and `deflate` alone are level 1, as in the runtime).
-pub fn codec(name: &str, path: &str) -> Result<CodecModel> {
-    let full = match name {
+/// A codec name with its level: `zstd` and `deflate` alone are level 1, as in the runtime.
+pub fn full_codec_name(name: &str) -> &str {
+    match name {
         "zstd" => "zstd:1",
         "deflate" => "deflate:1",
         n => n,
-    };
+    }
+}
+
+/// The codec a config names (`zstd` and `deflate` alone are level 1, as in the runtime).
+pub fn codec(name: &str, path: &str) -> Result<CodecModel> {
+    let full = full_codec_name(name);
     CODECS
         .iter()
         .find(|c| c.name == full)

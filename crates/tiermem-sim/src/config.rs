@@ -127,7 +127,8 @@ pub struct MachineConfig {
     #[serde(default)]
     pub migration: MigrationConfig,
     /// Fixed cost of a fault on a page in a compressed tier, before its decompression
-    /// (HeMem's simulator charges 2 µs per page fault).
+    /// (HeMem's simulator charges 2 µs per page fault); a tier's measured `fault_ns`
+    /// replaces both.
     #[serde(default = "default_fault_ns")]
     pub compressed_fault_ns: f64,
 }

@@ -9,6 +9,7 @@ pub mod flat_memory;
 pub mod ics18;
 pub mod latency;
 pub mod machine;
+pub mod measured_tiers;
 pub mod memstrata;
 pub mod mercury;
 pub mod output;

@@ -40,6 +40,17 @@ pub const MERCURY_FIG13_BASE: &str = include_str!("../../../experiments/mercury/
 
 /// Run a named experiment, write its outputs into `out`, and return its summary.
 pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
+    run_with_tiers(name, out, quick, None)
+}
+
+/// [`run`]; `tiers`: for tierscape-fig8, a `tiermem tiers characterize` tiers.json or
+/// tiers.csv whose measured times the compressed tiers take (no other experiment takes one).
+pub fn run_with_tiers(name: &str, out: &Path, quick: bool, tiers: Option<&Path>) -> Result<Value> {
+    if tiers.is_some() && name != "tierscape-fig8" {
+        return Err(Error::usage(format!(
+            "--tiers applies to tierscape-fig8 only, not to `{name}`; drop it"
+        )));
+    }
     let summary = match name {
         "colloid-fig1" => colloid_fig1(quick)?,
         "colloid-fig5" => colloid_fig5(quick)?,
@@ -47,7 +58,7 @@ pub fn run(name: &str, out: &Path, quick: bool) -> Result<Value> {
         "colloid-fig8" => colloid_heatmap(quick, Axis::ObjectSize)?,
         "colloid-fig9" => colloid_fig9(quick, out)?,
         "mercury-fig13" => crate::reproduce_mercury::fig13(quick, out)?,
-        "tierscape-fig8" => crate::reproduce_tierscape::fig8(quick, out)?,
+        "tierscape-fig8" => crate::reproduce_tierscape::fig8_with_tiers(quick, out, tiers)?,
         "mercury-fig14" => crate::reproduce_mercury::fig14(quick, out)?,
         "mercury-fig16" => crate::reproduce_mercury::fig16(quick, out)?,
         "granularity-fig8" => crate::ics18::run(quick)?,

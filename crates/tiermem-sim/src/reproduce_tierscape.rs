@@ -29,9 +29,12 @@
 //! faulted_share}` (fractions; slowdown `1 − throughput / DRAM's`, TCO saving the time mean
 //! of `1 − TCO / TCO_max` with each tier's measured pool bytes, Eq. 12), and
 //! `occupancy.csv`: pages per tier and faults per second over time, per workload and
-//! configuration (Figures 9–10).
+//! configuration (Figures 9–10). The compressed tiers' fault and compression times are a
+//! `tiermem tiers characterize` measurement (`--tiers FILE`, default the committed
+//! `experiments/tierscape/tiers-characterized.json`), recorded as `tier_source`.
 
 use crate::config::SimConfig;
+use crate::measured_tiers::MeasuredTiers;
 use crate::reproduce::parallel_map;
 use crate::runner::{self, RunOutcome};
 use serde_json::{json, Value};
@@ -41,6 +44,21 @@ use tiermem_core::{Backend, Error, Result};
 
 pub const TIERSCAPE_FIG8_BASE: &str = include_str!("../../../experiments/tierscape/fig8.toml");
 const ORIGIN: &str = "experiments/tierscape/fig8.toml";
+
+/// The compressed tiers' fault and compression times (TierScape's per codec × allocator
+/// latencies), unless `--tiers` gives another characterization: written by
+/// `target/release/tiermem tiers characterize --out /tmp/char --no-plots` (the built-in
+/// corpus, 4096 pages, fastest of 3 rounds) on 2026-11-24 on the 2-core AMD EPYC dev VM,
+/// idle (load 0.1); its tiers.json as it came out. Each tier takes its codec and
+/// allocator's row with the pool in DRAM; fig8.toml's Optane backing adds its extra reads.
+pub const TIERS_CHARACTERIZED: &str =
+    include_str!("../../../experiments/tierscape/tiers-characterized.json");
+const TIERS_ORIGIN: &str = "experiments/tierscape/tiers-characterized.json";
+
+/// The committed characterization ([`TIERS_CHARACTERIZED`]).
+pub fn default_tiers() -> Result<MeasuredTiers> {
+    MeasuredTiers::from_json(TIERS_CHARACTERIZED, TIERS_ORIGIN)
+}
 
 /// The footprint the base config simulates, GB (1 GiB).
 const SIM_GB: f64 = 1.073_741_824;
@@ -149,8 +167,18 @@ fn policy_of(config: &str, window_ms: f64) -> (String, bool) {
 }
 
 /// The run's config: the base machine, the app's workload and core, the policy, and the
-/// run length in windows.
+/// run length in windows; the tiers' times from the committed characterization.
 pub fn config_for(app: &App, config: &str, windows: f64) -> Result<SimConfig> {
+    config_with_tiers(app, config, windows, &default_tiers()?)
+}
+
+/// [`config_for`] with the compressed tiers' `fault_ns` / `compress_ns` from `measured`.
+pub fn config_with_tiers(
+    app: &App,
+    config: &str,
+    windows: f64,
+    measured: &MeasuredTiers,
+) -> Result<SimConfig> {
     let window_s = PAPER_WINDOW_S * SIM_GB / app.paper_gb;
     let mut doc: toml::Value = toml::from_str(TIERSCAPE_FIG8_BASE)
         .map_err(|e| Error::config(format!("{ORIGIN}: {e}")))?;
@@ -168,6 +196,9 @@ pub fn config_for(app: &App, config: &str, windows: f64) -> Result<SimConfig> {
         "compute_ns_per_op".into(),
         toml::Value::Float(app.compute_ns_per_op),
     );
+    if let Some(toml::Value::Array(tiers)) = machine.get_mut("tiers") {
+        measured.apply(tiers)?;
+    }
     if two_tier {
         if let Some(toml::Value::Array(tiers)) = machine.get_mut("tiers") {
             let mut i = 0;
@@ -223,12 +254,35 @@ fn measure(out: &RunOutcome, cfg: &SimConfig) -> Measures {
 
 /// `tiermem reproduce tierscape-fig8`.
 pub fn fig8(quick: bool, out_dir: &Path) -> Result<Value> {
+    fig8_with_tiers(quick, out_dir, None)
+}
+
+/// `tiermem reproduce tierscape-fig8 [--tiers FILE]`: the tiers' times from FILE (a
+/// characterization's tiers.json or tiers.csv), else the committed one.
+pub fn fig8_with_tiers(quick: bool, out_dir: &Path, tiers: Option<&Path>) -> Result<Value> {
+    let measured = match tiers {
+        Some(p) => MeasuredTiers::read(p)?,
+        None => default_tiers()?,
+    };
+    // Every tier of the base config must be in it: checked before any run.
+    let mut base: toml::Value = toml::from_str(TIERSCAPE_FIG8_BASE)
+        .map_err(|e| Error::config(format!("{ORIGIN}: {e}")))?;
+    let used = match base["machine"].get_mut("tiers") {
+        Some(toml::Value::Array(t)) => measured.apply(t)?,
+        _ => Vec::new(),
+    };
+    let tier_source = json!({
+        "file": measured.origin,
+        "committed": tiers.is_none(),
+        "source": measured.source,
+        "tiers": used,
+    });
     let windows = if quick { 12.0 } else { 24.0 };
     let jobs: Vec<(usize, &str)> = (0..APPS.len())
         .flat_map(|a| CONFIGS.iter().map(move |&c| (a, c)))
         .collect();
     let runs = parallel_map(jobs, |(a, c)| {
-        let cfg = config_for(&APPS[a], c, windows)?;
+        let cfg = config_with_tiers(&APPS[a], c, windows, &measured)?;
         let out = runner::run(&cfg)?;
         Ok::<_, Error>((a, c, cfg, out))
     });
@@ -278,6 +332,7 @@ pub fn fig8(quick: bool, out_dir: &Path) -> Result<Value> {
         "windows": windows,
         "steady_state_fraction": 0.5,
         "tiers": ["dram", "zb-l4-dr", "zb-l4-op", "zs-l4-op", "zs-lo-dr", "zs-de-op"],
+        "tier_source": tier_source,
         "paper": {
             "redis": {
                 "2T-A": {"tco_savings": 0.3484, "slowdown": 0.1833},

@@ -105,6 +105,52 @@ fn a_hot_compressed_page_costs_one_fault_plus_decompression_then_lives_in_dram()
 }
 
 #[test]
+fn a_measured_fault_ns_is_the_fault_cost_and_compress_ns_the_migration_threads() {
+    // fault_ns replaces compressed_fault_ns + the codec table's decompression: the hot
+    // page's one fault lowers the epoch's throughput by exactly fault_ns / 10 ms.
+    let text = config(
+        "codec = \"lz4\"\nallocator = \"zbud\"\nfault_ns = 12345\ncompress_ns = 50000",
+        64,
+        0.25,
+        0.25,
+        1.0,
+    );
+    let mut plain = backend(&text);
+    let mut b = backend(&text);
+    assert_eq!(b.tier_specs()[1].unloaded_latency_ns, 12345.0);
+    let hot = (0..64u32)
+        .find(|&p| b.workload().probabilities().unwrap()[p as usize] > 0.5)
+        .unwrap();
+    assert_eq!(move_pages(&mut b, [hot], ZTIER), 1);
+    plain.advance(10_000_000).unwrap();
+    b.advance(10_000_000).unwrap();
+    assert_eq!(b.placement()[hot as usize], DRAM);
+    let ratio = b.equilibrium().app_ops_per_s / plain.equilibrium().app_ops_per_s;
+    assert!((ratio - (1.0 - 12345.0 / 1e7)).abs() < 1e-12, "{ratio}");
+    // A slower backing still adds its extra line reads: a quarter page = 16 lines, 2 rounds
+    // of 14, each (305 - 70) ns.
+    let slow = backend(&text.replace(
+        "fault_ns = 12345",
+        "fault_ns = 12345\nbacking_latency_ns = 305",
+    ));
+    assert_eq!(
+        slow.tier_specs()[1].unloaded_latency_ns,
+        12345.0 + 2.0 * (305.0 - 70.0)
+    );
+    // compress_ns is what the migration thread spends per page moved in: a quarter of a
+    // thread for 10 ms compresses floor(2.5e6 / (compress + copy)) pages.
+    let mut m = backend(
+        &config("compress_ns = 50000", 64, 0.25, 0.25, 0.0)
+            .replace("per_page_ns = 0", "per_page_ns = 0\nthreads = 0.25"),
+    );
+    let per: f64 = 50000.0 + 4096.0 / 1000e9 * 1e9;
+    assert_eq!(
+        move_pages(&mut m, 0..64, ZTIER),
+        (2.5e6 / per).floor() as u64
+    );
+}
+
+#[test]
 fn zbud_packs_at_most_two_pages_per_frame_and_a_big_object_takes_a_frame() {
     // 1 KiB objects: 10 frames hold 20 pages, not 21.
     let mut b = backend(&config("allocator = \"zbud\"", 10, 0.25, 0.25, 0.0));
@@ -163,6 +209,26 @@ fn compressed_config_errors_name_the_field() {
             "kind = \"compressed\"",
             "kind = \"compressed\"\nunloaded_latency_ns = 3",
             "machine.tiers[1].unloaded_latency_ns",
+        ),
+        (
+            "kind = \"compressed\"",
+            "kind = \"compressed\"\nfault_ns = 0",
+            "machine.tiers[1].fault_ns",
+        ),
+        (
+            "kind = \"compressed\"",
+            "kind = \"compressed\"\nfault_ns = -5.0",
+            "machine.tiers[1].fault_ns",
+        ),
+        (
+            "kind = \"compressed\"",
+            "kind = \"compressed\"\ncompress_ns = nan",
+            "machine.tiers[1].compress_ns",
+        ),
+        (
+            "kind = \"dram\"",
+            "kind = \"dram\"\nfault_ns = 5000",
+            "machine.tiers[0].fault_ns",
         ),
         (
             "page_size = \"4KiB\"",

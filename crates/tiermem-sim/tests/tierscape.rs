@@ -106,8 +106,11 @@ fn the_waterfall_moves_cold_regions_down_the_compressed_tiers_and_saves_tco() {
     // tier within three windows.
     assert!(compressed as f64 >= 0.7 * total as f64, "{:?}", o.pages);
     assert!(o.pages[3] as f64 >= 0.7 * total as f64, "{:?}", o.pages);
-    // The hot 4 MiB stays in DRAM.
-    assert!(o.pages[0] >= 1024, "{:?}", o.pages);
+    // The hot 4 MiB (2 regions) stays in DRAM or cycles through T1: their samples are
+    // about equal, the 75th percentile of the two lies between them, and the colder leaves
+    // each window and faults back (TierScape's percentile threshold does that).
+    assert!(o.pages[0] >= 512, "{:?}", o.pages);
+    assert!(o.pages[0] + o.pages[1] >= 1024, "{:?}", o.pages);
     assert!(o.savings > 0.4, "{}", o.savings);
 }
 
@@ -148,7 +151,9 @@ fn the_analytical_model_places_cold_regions_directly_and_alpha_trades_tco() {
 }
 
 use tiermem_core::Backend;
-use tiermem_sim::reproduce_tierscape::{config_for, fig8, APPS, CONFIGS};
+use tiermem_sim::reproduce_tierscape::{
+    config_for, default_tiers, fig8, fig8_with_tiers, APPS, CONFIGS,
+};
 
 /// TierScape §4.1: a pool on Optane faults slower than the same pool in DRAM, by the
 /// compressed object's lines fetched `mlp_lines` at a time, each round paying the media's
@@ -164,10 +169,51 @@ fn a_pool_on_slower_media_faults_slower_by_its_extra_line_rounds() {
         .map(|t| t.unloaded_latency_ns)
         .collect();
     assert_eq!(lat[2] - lat[1], 4.0 * (305.0 - 81.0), "{lat:?}");
-    // zbud-lz4 on DRAM: the fault plus lz4's decompression, nothing for the medium.
-    assert_eq!(lat[1], 2000.0 + 2700.0, "{lat:?}");
+    // zbud-lz4 on DRAM: the characterization's measured fault, nothing for the medium.
+    let measured = default_tiers().expect("committed characterization");
+    let zbud_lz4 = measured.on_dram("lz4", "zbud").expect("zbud-lz4").fault_ns;
+    assert_eq!(lat[1], zbud_lz4, "{lat:?}");
     // Table 2's order: T1 fastest, T5 slowest.
     assert!(lat[1] < lat[2] && lat[3] < lat[4] && lat[4] < lat[5], "{lat:?}");
+}
+
+/// Issue 13 item 6: each compressed tier's fault and compression times are the committed
+/// characterization's row for its codec and allocator on DRAM; `--tiers` with a file that
+/// lacks one of them is refused before any run, naming the file and the tier.
+#[test]
+fn fig8_tiers_take_the_characterized_times_and_a_missing_one_is_named() {
+    let measured = default_tiers().expect("committed characterization");
+    let cfg = config_for(&APPS[1], "6T-WF-A", 1.0).expect("config");
+    for t in &cfg.machine.tiers[1..] {
+        let (codec, alloc) = (t.codec.as_deref().unwrap(), t.allocator.as_deref().unwrap());
+        let row = measured.on_dram(codec, alloc).expect("measured");
+        assert_eq!(t.fault_ns, Some(row.fault_ns), "{}", t.name);
+        assert_eq!(t.compress_ns, Some(row.compress_ns), "{}", t.name);
+    }
+    let dir = std::env::temp_dir().join(format!("tiermem-ts-tiers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tiers.csv");
+    let mut csv = String::from("name,codec,allocator,backing,compress_ns,fault_ns\n");
+    for r in measured
+        .rows
+        .iter()
+        .filter(|r| r.name != "zsmalloc-deflate:1-dram")
+    {
+        csv += &format!(
+            "{},{},{},{},{},{}\n",
+            r.name, r.codec, r.allocator, r.backing, r.compress_ns, r.fault_ns
+        );
+    }
+    std::fs::write(&file, csv).unwrap();
+    let e = fig8_with_tiers(true, &dir.join("out"), Some(&file)).expect_err("no deflate");
+    assert_eq!(e.kind.exit_code(), 2);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("tiers.csv") && msg.contains("zs-de-op") && msg.contains("zsmalloc-deflate"),
+        "{msg}"
+    );
+    assert!(!dir.join("out").exists(), "nothing written");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
