@@ -10,18 +10,18 @@
 //!  * `6T-AM-0.9/0.5/0.1`: the analytical model at α = 0.9, 0.5, 0.1;
 //!  * `DRAM`: every page in DRAM (no policy), the reference of slowdown and TCO.
 //!
-//! Workloads (the paper's Table 3, scaled to a 1 GiB footprint):
+//! Workloads (the paper's Table 3, scaled to about 1 GiB):
 //!  * `memcached`, `redis`: key-value stores of 4 KiB values driven like memtier (§7.2:
 //!    "generate the load in a Gaussian distribution"; memtier's `--key-pattern G`), SET:GET
 //!    1:10 (memtier's default ratio); key popularity σ = 25 % of the keys for memcached and
 //!    2.5 % for Redis, whose Fig. 10 shows only ~10 % of the compressed pages faulting back
 //!    (a concentrated popularity); one core, ~7.5 µs of server work per request;
-//!  * `pagerank`: rank reads over the vertices of an rMat graph (Ligra, §7.2): per-vertex
-//!    data (64 bytes) in vertex order, popularity Zipf (θ = 0.99) in vertex id, since rMat
-//!    gives low ids the high degrees; one line per access, 10 ns of compute.
+//!  * `pagerank`: Ligra's PageRank over a directed rMat graph (§7.2; `workload/pagerank.rs`:
+//!    Ligra's arrays, the dense pull `edgeMap`, which never reads the out-edges, and rMat's
+//!    degree skew), the paper's graph at 1/16; one line per access, 10 ns of compute.
 //!
-//! Time is scaled with the footprint: a 120 s profile window (§7.1) at 1 GiB against the
-//! paper's footprint is `120 s × 1 GiB / footprint`, so a page sees as many accesses per
+//! Time is scaled with the footprint: a 120 s profile window (§7.1) becomes `120 s × the
+//! simulated share of the paper's footprint`, so a page sees as many accesses per
 //! window as in the paper at the same per-core rate. Each run lasts 24 windows (12 with
 //! `--quick`); the steady state is the second half.
 //!
@@ -70,8 +70,8 @@ const TWO_TIER: &str = "zs-lo-dr";
 /// One workload of Table 3 as the simulator runs it.
 pub struct App {
     pub name: &'static str,
-    /// Table 3's footprint, GB.
-    pub paper_gb: f64,
+    /// The simulated footprint as a share of the paper's (Table 3).
+    pub sim_share: f64,
     pub compute_ns_per_op: f64,
     pub workload: &'static str,
 }
@@ -83,7 +83,7 @@ const KV_REQUEST_NS: f64 = 7500.0;
 pub const APPS: &[App] = &[
     App {
         name: "memcached",
-        paper_gb: 44.0,
+        sim_share: SIM_GB / 44.0,
         compute_ns_per_op: KV_REQUEST_NS,
         workload: r#"kind = "kv"
 keys = 262144
@@ -95,7 +95,7 @@ gaussian_stddev = 0.25
     },
     App {
         name: "redis",
-        paper_gb: 41.0,
+        sim_share: SIM_GB / 41.0,
         compute_ns_per_op: KV_REQUEST_NS,
         workload: r#"kind = "kv"
 keys = 262144
@@ -107,18 +107,25 @@ gaussian_stddev = 0.025
     },
     App {
         name: "pagerank",
-        paper_gb: 18.0,
+        // The paper's graph at 1/16: Ligra's rMatGraph for n = 100 M makes 2^27 vertices and
+        // 10 n = 10^9 edges; here 2^23 and 62.5 M (852 MB: 13.6 GB at full size, where Table 3
+        // says 18 GB, presumably the peak while the graph is read).
+        sim_share: 1.0 / 16.0,
         compute_ns_per_op: 10.0,
-        workload: r#"kind = "kv"
-keys = 16777216
-value_size = "64B"
-mix = "C"
-distribution = "zipf"
-zipf_theta = 0.99
-scramble = false
+        workload: r#"kind = "pagerank"
+vertices = 8388608
+edges = 62500000
 "#,
     },
 ];
+
+impl App {
+    /// The profile window at this footprint: 120 s (§7.1) times the simulated share, so a
+    /// page sees as many accesses per window as in the paper at the same per-core rate.
+    pub fn window_s(&self) -> f64 {
+        PAPER_WINDOW_S * self.sim_share
+    }
+}
 
 /// The configurations of §7.1, in Figure 8's order, after the DRAM reference.
 pub const CONFIGS: &[&str] = &[
@@ -179,7 +186,7 @@ pub fn config_with_tiers(
     windows: f64,
     measured: &MeasuredTiers,
 ) -> Result<SimConfig> {
-    let window_s = PAPER_WINDOW_S * SIM_GB / app.paper_gb;
+    let window_s = app.window_s();
     let mut doc: toml::Value = toml::from_str(TIERSCAPE_FIG8_BASE)
         .map_err(|e| Error::config(format!("{ORIGIN}: {e}")))?;
     let (policy, two_tier) = policy_of(config, window_s * 1000.0);
@@ -309,7 +316,7 @@ pub fn fig8_with_tiers(quick: bool, out_dir: &Path, tiers: Option<&Path>) -> Res
     }
     for (a, c, cfg, m) in &done {
         let app = &APPS[*a];
-        let window_s = PAPER_WINDOW_S * SIM_GB / app.paper_gb;
+        let window_s = app.window_s();
         let steady_windows = cfg.duration_s * cfg.steady_state_fraction / window_s;
         rows.push(json!({
             "workload": app.name,

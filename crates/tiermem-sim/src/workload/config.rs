@@ -33,6 +33,11 @@
 //! path = "traces/app.tmt"         # lackey text or tiermem binary, detected by its magic
 //! loop = true
 //!
+//! [workload]                      # Ligra PageRank over a directed rMat graph
+//! kind = "pagerank"
+//! vertices = 8388608              # a power of two
+//! edges = 62500000
+//!
 //! [workload]                      # graph500-like: dense 64 KiB chunks at random places
 //! kind = "regions"
 //! working_set = "761MiB"
@@ -61,6 +66,7 @@
 
 use super::gups::{Gups, GupsSpec};
 use super::kv::{KeyDist, Kv, KvSpec, Mix};
+use super::pagerank::{Pagerank, PagerankSpec};
 use super::phased::Phased;
 use super::random::RandomUniform;
 use super::regions::{Regions, RegionsSpec, StageSpec};
@@ -83,6 +89,7 @@ pub enum WorkloadConfig {
     Random(RandomConfig),
     Trace(TraceConfig),
     Regions(RegionsConfig),
+    Pagerank(PagerankConfig),
 }
 
 /// One entry of a phase schedule: from `at_s` on, these fields differ from the base.
@@ -186,6 +193,76 @@ pub struct StreamConfig {
     pub write_fraction: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseConfig>,
+}
+
+/// Ligra's PageRank over a directed rMat graph (`pagerank.rs`: Ligra's arrays, the dense
+/// pull `edgeMap`, rMat's degree skew).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PagerankConfig {
+    /// Vertices, a power of two (rMat's recursive quadrants; Ligra's `rMatGraph` rounds the
+    /// n it is given up to one).
+    pub vertices: u64,
+    /// Edges (Ligra's `rMatGraph` default: 10 × the n it is given).
+    pub edges: u64,
+    /// rMat quadrant probabilities (Ligra's `rMatGraph` defaults: a = 0.5, b = c = 0.1).
+    #[serde(default = "default_rmat_a")]
+    pub rmat_a: f64,
+    #[serde(default = "default_rmat_bc")]
+    pub rmat_b: f64,
+    #[serde(default = "default_rmat_bc")]
+    pub rmat_c: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseConfig>,
+}
+
+fn default_rmat_a() -> f64 {
+    0.5
+}
+fn default_rmat_bc() -> f64 {
+    0.1
+}
+
+impl PagerankConfig {
+    /// The graph at `scale`: vertices to the nearest power of two, edges by the same factor.
+    fn spec(&self, p: &str, page_bytes: u64, scale: f64) -> Result<PagerankSpec> {
+        let scaled = (self.vertices as f64 * scale).max(2.0);
+        let vertices = 1u64 << (scaled.log2().round() as u32).min(40);
+        let edges =
+            ((self.edges as f64 * vertices as f64 / self.vertices as f64).round() as u64).max(1);
+        let spec = PagerankSpec {
+            vertices,
+            edges,
+            rmat_a: self.rmat_a,
+            rmat_b: self.rmat_b,
+            rmat_c: self.rmat_c,
+            page_bytes,
+        };
+        let pages = spec.pages();
+        if pages > MAX_SIM_PAGES {
+            return Err(invalid(&join(p, "vertices"), format!("{vertices} vertices and {edges} edges take {pages} pages of {page_bytes} bytes, more than the simulator handles (2^28); use a smaller graph, a smaller scale or a larger machine.page_size")));
+        }
+        Ok(spec)
+    }
+}
+
+impl Validate for PagerankConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        if self.vertices < 2 || !self.vertices.is_power_of_two() {
+            return Err(invalid(&join(p, "vertices"), format!("{} is not a power of two ≥ 2; rMat graphs have 2^k vertices (Ligra's rMatGraph rounds up): use e.g. {}", self.vertices, self.vertices.max(2).next_power_of_two())));
+        }
+        if self.edges == 0 {
+            return Err(invalid(&join(p, "edges"), "must be ≥ 1"));
+        }
+        check_range(&join(p, "rmat_a"), self.rmat_a, 0.0, 1.0)?;
+        check_range(&join(p, "rmat_b"), self.rmat_b, 0.0, 1.0)?;
+        check_range(&join(p, "rmat_c"), self.rmat_c, 0.0, 1.0)?;
+        let abc = self.rmat_a + self.rmat_b + self.rmat_c;
+        if abc > 1.0 {
+            return Err(invalid(&join(p, "rmat_c"), format!("rmat_a + rmat_b + rmat_c = {abc} exceeds 1; d = 1 − a − b − c is the fourth quadrant")));
+        }
+        Ok(())
+    }
 }
 
 /// Uniform random objects over a buffer (XSBench-like lookups).
@@ -298,7 +375,7 @@ impl WorkloadConfig {
     /// Decode a `[workload]` table; errors name the failing field relative to it.
     pub fn from_value(v: toml::Value) -> std::result::Result<WorkloadConfig, String> {
         const KINDS: &str =
-            "use kind = \"gups\", \"kv\", \"stream\", \"random\", \"regions\" or \"trace\"";
+            "use kind = \"gups\", \"kv\", \"stream\", \"random\", \"regions\", \"pagerank\" or \"trace\"";
         let mut t = match v {
             toml::Value::Table(t) => t,
             other => {
@@ -325,6 +402,7 @@ impl WorkloadConfig {
             "random" => WorkloadConfig::Random(decode_table(t)?),
             "trace" => WorkloadConfig::Trace(decode_table(t)?),
             "regions" => WorkloadConfig::Regions(decode_table(t)?),
+            "pagerank" => WorkloadConfig::Pagerank(decode_table(t)?),
             other => return Err(format!("`kind`: unknown workload kind `{other}`; {KINDS}")),
         })
     }
@@ -337,6 +415,7 @@ impl WorkloadConfig {
             WorkloadConfig::Random(_) => "random",
             WorkloadConfig::Trace(_) => "trace",
             WorkloadConfig::Regions(_) => "regions",
+            WorkloadConfig::Pagerank(_) => "pagerank",
         }
     }
 
@@ -348,6 +427,7 @@ impl WorkloadConfig {
             WorkloadConfig::Random(c) => &c.phases,
             WorkloadConfig::Trace(c) => &c.phases,
             WorkloadConfig::Regions(c) => &c.phases,
+            WorkloadConfig::Pagerank(c) => &c.phases,
         }
     }
 
@@ -409,6 +489,7 @@ impl WorkloadConfig {
                 validate_buffer(p, &c.working_set, &c.object_size, c.write_fraction)
             }
             WorkloadConfig::Regions(c) => c.validate(p),
+            WorkloadConfig::Pagerank(c) => c.validate(p),
             WorkloadConfig::Trace(c) => {
                 if c.path.trim().is_empty() {
                     return Err(invalid(
@@ -668,6 +749,7 @@ fn one_footprint(
             scaled_pages(&join(p, "working_set"), ws, scale, page_bytes)? as u64
         }
         WorkloadConfig::Kv(c) => kv_pages(c, p, page_bytes, scale)?,
+        WorkloadConfig::Pagerank(c) => c.spec(p, page_bytes, scale)?.pages(),
         WorkloadConfig::Regions(c) => {
             object_bytes(&join(p, "object_size"), &c.object_size, page_bytes)?;
             let ws = c.working_set.bytes(&join(p, "working_set"))?;
@@ -848,6 +930,7 @@ fn build_one(
                 seed,
             }))
         }
+        WorkloadConfig::Pagerank(c) => Box::new(Pagerank::new(c.spec(p, page_bytes, scale)?)),
         WorkloadConfig::Trace(c) => {
             if (scale - 1.0).abs() > 1e-12 {
                 return Err(invalid("scale", format!("{scale}: a trace is a real address stream and cannot be scaled; set scale = 1 (or drop it) when {p}.kind = \"trace\"")));
@@ -874,6 +957,33 @@ mod tests {
         let t: Top = tiermem_core::config::from_toml_str(text, "w.toml")?;
         t.workload.validate("workload")?;
         Ok(t.workload)
+    }
+
+    #[test]
+    fn pagerank_errors_name_the_field() {
+        let e =
+            parse("[workload]\nkind = \"pagerank\"\nvertices = 1000\nedges = 10\n").unwrap_err();
+        assert!(
+            e.to_string().contains("workload.vertices") && e.to_string().contains("1024"),
+            "{e}"
+        );
+        let e = parse("[workload]\nkind = \"pagerank\"\nvertices = 1024\nedges = 0\n").unwrap_err();
+        assert!(e.to_string().contains("workload.edges"), "{e}");
+        let e = parse("[workload]\nkind = \"pagerank\"\nvertices = 1024\nedges = 9\nrmat_a = 0.9\nrmat_b = 0.1\nrmat_c = 0.1\n").unwrap_err();
+        assert!(
+            e.to_string().contains("rmat_c") && e.to_string().contains("exceeds 1"),
+            "{e}"
+        );
+        let w = parse("[workload]\nkind = \"pagerank\"\nvertices = 1024\nedges = 7450\n").unwrap();
+        // Scaled by 1/4: 256 vertices, a quarter of the edges; footprint as built.
+        let pages = w.footprint_pages("workload", 4096, 0.25).unwrap().unwrap();
+        let built = build(&w, 4096, 0.25, 1).unwrap();
+        assert_eq!(built.page_count() as u64, pages);
+        assert!(
+            built.name().contains("2^8 vertices, 1863 edges"),
+            "{}",
+            built.name()
+        );
     }
 
     #[test]
@@ -955,6 +1065,7 @@ mod tests {
             "kind = \"stream\"\nworking_set = \"8G\"\nobject_size = 256\nwrite_fraction = 0.5",
             "kind = \"random\"\nworking_set = 5368709120",
             "kind = \"trace\"\npath = \"traces/app.tmt\"\nloop = true",
+            "kind = \"pagerank\"\nvertices = 1024\nedges = 7450\nrmat_a = 0.57",
             "kind = \"regions\"\nworking_set = \"761MiB\"\n[[workload.stages]]\nops = 4e7\nchunk_size = \"64KiB\"\nhot_set = \"128MiB\"\nredraw_every_ops = 2e7\n[[workload.stages]]\nops = 1e6\nchunk_size = \"4KiB\"",
         ];
         for e in examples {

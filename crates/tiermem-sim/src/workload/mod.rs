@@ -10,7 +10,7 @@
 //! `gups` ([`gups`], Colloid §2.1), `kv` ([`kv`], YCSB A–F with Zipf/Gaussian keys),
 //! `stream` ([`stream`]), `random` ([`random`], XSBench-like), `regions` ([`regions`],
 //! dense chunks at random places, redrawn and alternating by operation count: ICS'18's
-//! graph500, CG, ...), `trace` ([`trace`], valgrind lackey or tiermem binary traces); any
+//! graph500, CG, ...), `pagerank` ([`pagerank`], Ligra's PageRank on an rMat graph), `trace` ([`trace`], valgrind lackey or tiermem binary traces); any
 //! kind takes a `phases` schedule.
 
 use rand::rngs::SmallRng;
@@ -20,6 +20,7 @@ use tiermem_core::PageIdx;
 pub mod config;
 pub mod gups;
 pub mod kv;
+pub mod pagerank;
 mod phased;
 pub mod random;
 pub mod regions;
