@@ -13,10 +13,15 @@
 //!   3. DRAM regions below the hotness threshold `H_th` go to the first compressed tier
 //!      `T_1`.
 //! * `H_th` is absolute (`threshold = 100`: regions with fewer samples in the window go) or
-//!   a preset covering a share of the application's pages, as §7.1 picks its thresholds
-//!   ("around 15-20% (conservative), 40-50% (moderate), and 70-80% (aggressive) of the
-//!   application's data pages"): the coldest DRAM regions (fewest samples, then lowest
-//!   address) go until the regions in compressed tiers hold that share of the pages.
+//!   a preset, a percentile of the non-zero region hotness of the window as TierScape's
+//!   daemon computes it (IntelLabs/tierscape `sk_daemon/convolve.py`: `np.percentile` over
+//!   the regions with samples; `mapping_waterfall.cpp`: regions below it are cold). The
+//!   percentiles are the shares of §7.1 ("around 15-20% (conservative), 40-50% (moderate),
+//!   and 70-80% (aggressive) of the application's data pages"): 17.5, 45 and 75. Regions
+//!   without a sample are below any of them. Compressed regions take no samples (their
+//!   pages are not mapped), so each window the percentile is of what is left in DRAM: the
+//!   coldest of it keeps going until faults bring regions back, as in TierScape's code.
+//!   A window without any sample moves nothing (no profile, no decision).
 //! * Tiers are the snapshot's order: tier 0 is DRAM, tiers 1..N the compressed tiers from
 //!   fastest to best TCO saving (§5: "the tiers are ordered from low latency to high
 //!   latency").
@@ -35,7 +40,8 @@ use tiermem_core::{
 /// The smallest page any backend has.
 const MIN_PAGE_BYTES: u64 = 4096;
 
-/// A hotness threshold: an absolute sample count or a preset share of the pages.
+/// A hotness threshold: an absolute sample count or a preset percentile of the sampled
+/// regions' hotness.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Threshold {
@@ -45,8 +51,8 @@ pub enum Threshold {
     Preset(String),
 }
 
-/// The presets of §7.1 and the share of pages each covers (the middle of the paper's
-/// ranges: 15–20 %, 40–50 %, 70–80 %).
+/// The presets of §7.1 and the percentile of non-zero region hotness each stands for (the
+/// middle of the paper's ranges of pages covered: 15–20 %, 40–50 %, 70–80 %).
 pub const PRESETS: &[(&str, f64)] = &[
     ("conservative", 0.175),
     ("moderate", 0.45),
@@ -157,7 +163,7 @@ pub static ENTRY: PolicyEntry = PolicyEntry::new::<TierscapeWaterfallConfig>(
 policy = "tierscape_waterfall"
 profile_window_ms = 120000.0          # profile window (TierScape §7.1: 120 s)
 region_size = "2MiB"                  # regions (§6.2: 2 MB)
-threshold = "moderate"                # H_th: "conservative"/"moderate"/"aggressive" (§7.1: ~15-20/40-50/70-80 % of pages) or a sample count
+threshold = "moderate"                # H_th: "conservative"/"moderate"/"aggressive" (the 17.5/45/75th percentile of the sampled regions' hotness, §7.1's ~15-20/40-50/70-80 % of pages) or a sample count
 sample_period = 19997                 # PEBS period; the paper gives none, HeMem's SAMPLE_PERIOD (hemem src/pebs.h)
 "#,
 );
@@ -331,7 +337,6 @@ impl Policy for TierscapeWaterfall {
         let heat = regions.heat(snap.events, false);
         let faulted = regions.faulted(snap.events);
         let (mut back, mut down, mut dram) = (Vec::new(), Vec::new(), Vec::new());
-        let mut compressed_pages = 0u64;
         for (r, &was_faulted) in faulted.iter().enumerate() {
             if regions.len(r) == 0 {
                 continue;
@@ -342,7 +347,6 @@ impl Policy for TierscapeWaterfall {
             } else if was_faulted {
                 back.push(r);
             } else {
-                compressed_pages += regions.len(r);
                 if deepest < last {
                     down.push((r, TierId(deepest.0 + 1)));
                 } else if !regions.all_in(snap.placement, r, deepest) {
@@ -373,23 +377,34 @@ impl Policy for TierscapeWaterfall {
                     .iter()
                     .find(|(n, _)| n == name)
                     .map_or(0.45, |(_, s)| *s);
-                let target = (share * regions.present_pages() as f64).round() as u64;
-                let mut cold = dram.clone();
-                cold.sort_by(|&a, &b| heat[a].total_cmp(&heat[b]).then(a.cmp(&b)));
-                let mut covered = compressed_pages;
-                for r in cold {
-                    let n = regions.len(r);
-                    if covered + n > target {
-                        break;
+                let mut sampled: Vec<f64> = (0..heat.len())
+                    .filter(|&r| regions.len(r) > 0 && heat[r] > 0.0)
+                    .map(|r| heat[r])
+                    .collect();
+                sampled.sort_by(f64::total_cmp);
+                if let Some(h_th) = percentile(&sampled, share) {
+                    self.last_threshold = h_th;
+                    for &r in &dram {
+                        if heat[r] < h_th {
+                            regions.push(&mut plan, r, first);
+                        }
                     }
-                    covered += n;
-                    self.last_threshold = heat[r];
-                    regions.push(&mut plan, r, first);
                 }
             }
         }
         plan
     }
+}
+
+/// The `q` quantile (0..=1) of ascending `sorted`, interpolated linearly between the two
+/// nearest ranks (numpy's default `np.percentile`, which TierScape's daemon uses); `None`
+/// when empty.
+fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    let last = sorted.len().checked_sub(1)?;
+    let rank = q.clamp(0.0, 1.0) * last as f64;
+    let (lo, frac) = (rank.floor() as usize, rank.fract());
+    let hi = (lo + 1).min(last);
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * frac)
 }
 
 #[cfg(test)]
@@ -483,14 +498,15 @@ mod tests {
     }
 
     #[test]
-    fn presets_cover_their_share_of_the_pages() {
-        for (name, share, expect) in [
-            ("conservative", 0.175, 3usize),
-            ("moderate", 0.45, 9),
-            ("aggressive", 0.75, 15),
+    fn presets_are_percentiles_of_the_sampled_regions_hotness() {
+        // Region r has r samples: region 0 none, regions 1..19 one to 19. The percentile of
+        // [1..19] (numpy's linear interpolation) is 1 + q·18: 4.15, 9.1, 14.5.
+        for (name, expect) in [
+            ("conservative", 5usize),
+            ("moderate", 10),
+            ("aggressive", 15),
         ] {
             let mut w = world(20, 2);
-            // Region r has r samples: the coldest are the lowest.
             for r in 0..20u32 {
                 w.reads(r * 4, r as usize);
             }
@@ -499,18 +515,46 @@ mod tests {
             let t = region_tiers(&w);
             let n = t.iter().filter(|&&x| x == 1).count();
             assert_eq!(n, expect, "{name}: {t:?}");
-            assert!((n as f64 / 20.0 - share).abs() <= 0.05, "{name}");
-            assert!(
-                t[..n].iter().all(|&x| x == 1),
-                "the coldest go first: {t:?}"
-            );
-            // The share is held: next window nothing more leaves DRAM.
-            for r in 0..20u32 {
-                w.reads(r * 4, r as usize);
-            }
-            let plan = p.decide(&w.snap());
-            assert!(plan.moves.iter().all(|m| m.to != TierId(1)), "{name}");
+            assert!(t[..n].iter().all(|&x| x == 1), "the coldest go: {t:?}");
         }
+        // Next window the compressed regions take no samples (their pages are not mapped):
+        // the percentile is of what is left in DRAM, 5..19 for "conservative": 5 + 0.175·14
+        // = 7.45, so regions 5, 6 and 7 go too (TierScape's daemon behaves so).
+        let mut w = world(20, 2);
+        for r in 0..20u32 {
+            w.reads(r * 4, r as usize);
+        }
+        let mut p = policy(toml::Value::String("conservative".into()));
+        w.apply(&p.decide(&w.snap()));
+        for r in 5..20u32 {
+            w.reads(r * 4, r as usize);
+        }
+        w.apply(&p.decide(&w.snap()));
+        let t = region_tiers(&w);
+        assert_eq!(t[..9], [2, 2, 2, 2, 2, 1, 1, 1, 0], "{t:?}");
+        assert!(t[8..].iter().all(|&x| x == 0), "{t:?}");
+    }
+
+    #[test]
+    fn unsampled_regions_go_whatever_the_preset_and_no_samples_move_nothing() {
+        // Half the regions are never sampled: all of them go even at "conservative"
+        // (they are below every percentile), with the coldest sampled ones.
+        let mut w = world(20, 1);
+        for r in 10..20u32 {
+            w.reads(r * 4, r as usize);
+        }
+        let mut p = policy(toml::Value::String("conservative".into()));
+        w.apply(&p.decide(&w.snap()));
+        let t = region_tiers(&w);
+        // Samples 10..19: 10 + 0.175·9 = 11.575: regions 10 and 11 go.
+        assert!(t[..12].iter().all(|&x| x == 1), "{t:?}");
+        assert!(t[12..].iter().all(|&x| x == 0), "{t:?}");
+        // A window without a single sample: no profile, no move.
+        let mut w = world(20, 1);
+        let mut p = policy(toml::Value::String("aggressive".into()));
+        assert!(p.decide(&w.snap()).moves.is_empty());
+        w.apply(&p.decide(&w.snap()));
+        assert!(region_tiers(&w).iter().all(|&x| x == 0));
     }
 
     #[test]
@@ -521,10 +565,13 @@ mod tests {
             w.placement[p] = TierId::NONE;
         }
         w.recount();
+        // Regions 1, 2, 3 have 1, 2, 3 samples: H_th = 1 + 0.75·2 = 2.5 (the empty regions
+        // take no part); regions 0, 1, 2 go, and only their pages with data move.
+        for r in 1..4u32 {
+            w.reads(r * 4, r as usize);
+        }
         let mut p = policy(toml::Value::String("aggressive".into()));
         w.apply(&p.decide(&w.snap()));
-        // 14 pages hold data; 75 % of them is 10.5 -> 11: the coldest regions (all equally
-        // cold: lowest address first) until the next would pass it.
         assert_eq!(region_tiers(&w)[..4], [1, 1, 1, 0]);
         assert!(w.placement[6..8].iter().all(|&t| t == TierId::NONE));
         assert!(w.placement[16..].iter().all(|&t| t == TierId::NONE));
