@@ -22,6 +22,13 @@
 //!   or `assumed_compression_ratio` if it never held one ([`tiermem_core::tco`]). (Falling
 //!   back to the assumed ratio whenever a tier empties made placements flip between two
 //!   tiers every window: the emptied tier looked better than the measured full one.)
+//! * Probing: one assumed ratio for every unmeasured tier cannot tell a dense codec from a
+//!   fast one, so the solution, once some tier is measured, never tries the others (on the
+//!   runtime α = 0.1 put every cold region in zsmalloc-lz4 and none in zsmalloc-deflate).
+//!   So each window the coldest full region the solution compresses goes instead to each
+//!   compressed tier that never held a region, one region per tier: the next window
+//!   measures that tier's ratio on the program's own pages. The TierScape daemon knows its
+//!   tiers' ratios from characterization (§4.2, §6.3); here the program's pages tell.
 //! * α ∈ [0, 1] (§5.2.1): 1 keeps everything in DRAM (no saving, no slowdown), 0 asks for the
 //!   maximum saving.
 //!
@@ -439,6 +446,24 @@ pub struct TierscapeAnalytical {
 }
 
 impl TierscapeAnalytical {
+    /// Sends, for each compressed tier whose ratio was never measured, the coldest full
+    /// region `target` puts in a compressed tier there instead (see "Probing").
+    fn probe_unmeasured(&self, target: &mut [usize], inst: &Instance, regions: &Regions) {
+        let unmeasured: Vec<usize> = (1..self.measured_ratio.len())
+            .filter(|&y| self.measured_ratio[y].is_none())
+            .collect();
+        if unmeasured.is_empty() {
+            return;
+        }
+        let mut cold: Vec<usize> = (0..target.len())
+            .filter(|&r| target[r] >= 1 && regions.len(r) == self.pages_per_region as u64)
+            .collect();
+        cold.sort_by(|&a, &b| inst.hot[a].total_cmp(&inst.hot[b]).then(a.cmp(&b)));
+        for (y, r) in unmeasured.into_iter().zip(cold) {
+            target[r] = y;
+        }
+    }
+
     pub fn new(cfg: TierscapeAnalyticalConfig, ctx: BuildContext) -> Self {
         TierscapeAnalytical {
             pages_per_region: pages_per_region(&cfg.region_size, ctx),
@@ -559,6 +584,8 @@ impl Policy for TierscapeAnalytical {
             }
         };
         self.solves += 1;
+        let mut target = target;
+        self.probe_unmeasured(&mut target, &inst, &regions);
         self.last_overhead_ns = inst.overhead(&target);
         // Promotions first (they cut faults), then the moves to cheaper tiers.
         let mut down = Vec::new();
@@ -807,5 +834,57 @@ mod tests {
             .moves
             .iter()
             .all(|m| m.range.len == 4 && m.is_aligned()));
+    }
+
+    #[test]
+    fn a_tier_never_used_is_probed_with_one_cold_region_then_measured() {
+        use crate::heat::testutil::World;
+        use tiermem_core::TierTelemetry;
+        // DRAM + two compressed tiers of equal cost, the second slower: at the one assumed
+        // ratio the solution puts every cold region in the first, and would never learn the
+        // second's ratio.
+        let mut w = World::new(32, 32, 32, 32);
+        w.specs[1].kind = TierKind::Compressed {
+            codec: "lz4".into(),
+            allocator: "zsmalloc".into(),
+            backing: "dram".into(),
+        };
+        w.specs[1].cost_per_gb = 0.3;
+        w.specs[1].unloaded_latency_ns = 5000.0;
+        w.tiers[1] = TierTelemetry {
+            capacity_bytes: w.tiers[1].capacity_bytes,
+            ..Default::default()
+        };
+        let mut slow = w.specs[1].clone();
+        slow.name = "dense".into();
+        slow.unloaded_latency_ns = 20_000.0;
+        w.specs.push(slow);
+        w.tiers.push(w.tiers[1].clone());
+        let mut t = toml::Table::new();
+        t.insert("region_size".into(), "16KiB".into());
+        t.insert("alpha".into(), toml::Value::Float(0.5));
+        let cfg = crate::PolicyConfig::from_name("tierscape_analytical", t).unwrap();
+        let mut p = crate::build_with(
+            &cfg,
+            None,
+            BuildContext {
+                page_bytes: Some(4096),
+            },
+        )
+        .unwrap();
+        let window = |w: &mut World, p: &mut Box<dyn Policy>| {
+            for r in 0..4u32 {
+                w.reads(r * 4, 10 + r as usize);
+            }
+            let plan = p.decide(&w.snap());
+            w.apply(&plan);
+            w.placement.chunks(4).map(|c| c[0].0).collect::<Vec<u8>>()
+        };
+        // Window 1: regions 4..8 are cold; the coldest (4, lowest address on a tie) stays in
+        // tier 1, which the solution chose, the next (5) probes tier 2.
+        assert_eq!(window(&mut w, &mut p), [0, 0, 0, 0, 1, 2, 1, 1]);
+        // Window 2: both ratios are measured (this world stores pages uncompressed: 1), no
+        // probe; the faster tier of equal cost takes region 5 back.
+        assert_eq!(window(&mut w, &mut p), [0, 0, 0, 0, 1, 1, 1, 1]);
     }
 }
