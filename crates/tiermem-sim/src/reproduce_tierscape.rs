@@ -48,8 +48,9 @@ const ORIGIN: &str = "experiments/tierscape/fig8.toml";
 /// The compressed tiers' fault and compression times (TierScape's per codec × allocator
 /// latencies), unless `--tiers` gives another characterization: written by
 /// `target/release/tiermem tiers characterize --out /tmp/char --no-plots` (the built-in
-/// corpus, 4096 pages, fastest of 3 rounds) on 2026-11-24 on the 2-core AMD EPYC dev VM,
-/// idle (load 0.1); its tiers.json as it came out. Each tier takes its codec and
+/// corpus, 4096 pages, fastest of 3 rounds; compression timed with the allocator's store)
+/// on 2026-11-24 on the 2-core AMD EPYC dev VM, otherwise idle; its tiers.json as it came
+/// out. Each tier takes its codec and
 /// allocator's row with the pool in DRAM; fig8.toml's Optane backing adds its extra reads.
 pub const TIERS_CHARACTERIZED: &str =
     include_str!("../../../experiments/tierscape/tiers-characterized.json");
