@@ -257,9 +257,12 @@ def main() -> int:
     ap.add_argument("--keys", type=int, default=65536, help="4 KiB values (default 256 MiB)")
     ap.add_argument("--key-stddev", type=float, default=0.025, help="Gaussian sigma as a fraction of the keys (redis-like 2.5 %%)")
     ap.add_argument("--connections", type=int, default=4)
-    ap.add_argument("--warmup-s", type=float, default=20.0)
+    # 8 windows of warm-up: the waterfall needs 5 to reach its last tier. 5 s windows: at 2 s,
+    # re-compressing regions down the 5 tiers took tiermem half a core, which on a 2-core
+    # machine is the server's (TierScape §7.1 uses 120 s).
+    ap.add_argument("--warmup-s", type=float, default=40.0)
     ap.add_argument("--measure-s", type=float, default=20.0)
-    ap.add_argument("--window-ms", type=float, default=2000.0, help="the policies' profile window")
+    ap.add_argument("--window-ms", type=float, default=5000.0, help="the policies' profile window")
     ap.add_argument("--out", default=str(ROOT / "bench" / "tierscape" / "kv.md"))
     args = ap.parse_args()
     for b in (TIERMEM, KVLOAD):
