@@ -255,7 +255,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--servers", default="memcached,redis")
     ap.add_argument("--keys", type=int, default=65536, help="4 KiB values (default 256 MiB)")
-    ap.add_argument("--key-stddev", type=float, default=0.025, help="Gaussian sigma as a fraction of the keys (redis-like 2.5 %%)")
+    ap.add_argument("--key-stddev", type=float, default=0.025,
+                    help="Gaussian sigma as a fraction of the keys (redis-like 2.5 %%)")
     ap.add_argument("--connections", type=int, default=4)
     # 8 windows of warm-up: the waterfall needs 5 to reach its last tier. 5 s windows: at 2 s,
     # re-compressing regions down the 5 tiers took tiermem half a core, which on a 2-core
@@ -263,8 +264,20 @@ def main() -> int:
     ap.add_argument("--warmup-s", type=float, default=40.0)
     ap.add_argument("--measure-s", type=float, default=20.0)
     ap.add_argument("--window-ms", type=float, default=5000.0, help="the policies' profile window")
+    ap.add_argument("--configs", default="", help="only these tiermem configurations (comma-separated; default all)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds of plain and every configuration, interleaved; the table shows each one's median")
     ap.add_argument("--out", default=str(ROOT / "bench" / "tierscape" / "kv.md"))
     args = ap.parse_args()
+    known = [label for label, _ in configs(args.window_ms)]
+    wanted = [c for c in args.configs.split(",") if c]
+    for c in wanted:
+        if c not in known:
+            print(f"kv.py: --configs: `{c}` is not one of {', '.join(known)}", file=sys.stderr)
+            return 2
+    if args.repeat < 1:
+        print(f"kv.py: --repeat: {args.repeat} is not a positive count", file=sys.stderr)
+        return 2
     for b in (TIERMEM, KVLOAD):
         if not b.exists():
             print(f"kv.py: {b} missing (cargo build --release --workspace)", file=sys.stderr)
@@ -283,13 +296,22 @@ def main() -> int:
             if shutil.which(server_argv(server, 0)[0]) is None:
                 print(f"kv.py: {server} not installed: skipped", file=sys.stderr)
                 continue
-            print(f"== {server}: plain", flush=True)
-            rows.append(one(server, "plain", args, work))
-            for label, cfg in configs(args.window_ms):
-                print(f"== {server}: {label}", flush=True)
-                rows.append(one(server, label, args, work, config=cfg))
-            if no_zswap is None:
-                limit = next(r["rss_bytes"] for r in rows if r["server"] == server and r["config"] == "2T-A")
+            # Rounds interleave the configurations so that the machine's drift (a shared VM's
+            # neighbours) falls on all of them alike.
+            for rnd in range(1, args.repeat + 1):
+                print(f"== {server}: plain (round {rnd})", flush=True)
+                rows.append(dict(one(server, "plain", args, work), round=rnd))
+                for label, cfg in configs(args.window_ms):
+                    if wanted and label not in wanted:
+                        continue
+                    print(f"== {server}: {label} (round {rnd})", flush=True)
+                    rows.append(dict(one(server, label, args, work, config=cfg), round=rnd))
+            limits = [r["rss_bytes"] for r in rows
+                      if r["server"] == server and r["config"] == "2T-A" and "rss_bytes" in r]
+            if no_zswap is None and not limits:
+                print(f"kv.py: {server}: zswap skipped (its memory limit is 2T-A's, which did not run)", file=sys.stderr)
+            if no_zswap is None and limits:
+                limit = sorted(limits)[len(limits) // 2]
                 z = Zswap(work)
                 try:
                     z.open(limit)
@@ -303,9 +325,33 @@ def main() -> int:
     return 1 if any(r.get("bad") or r.get("misses") or r.get("error") for r in rows) else 0
 
 
+def medians(rows):
+    """One row per server and configuration: each measure's median over its rounds (the
+    lower middle one for an even count), with the number of rounds."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["server"], r["config"]), []).append(r)
+    out = []
+    for (server, config), rs in groups.items():
+        ok = [r for r in rs if "ops_per_s" in r]
+        if not ok:
+            out.append(rs[0])
+            continue
+        m = {"server": server, "config": config, "runs": len(ok)}
+        for k in ("ops_per_s", "p50_us", "p99_us", "tco_savings", "rss_bytes", "server_cpu", "tiermem_cpu"):
+            vals = sorted(r[k] for r in ok if k in r)
+            if vals:
+                m[k] = vals[(len(vals) - 1) // 2]
+        m["bad"] = sum(r["bad"] for r in ok)
+        m["misses"] = sum(r["misses"] for r in ok)
+        out.append(m)
+    return out
+
+
 def write(rows, args, no_zswap) -> None:
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
+    rows = medians(rows)
     load = open("/proc/loadavg").read().split()[:3]
     lines = [
         "# TierScape on real servers: memcached and Redis under tiermem and zswap",
@@ -318,7 +364,8 @@ def write(rows, args, no_zswap) -> None:
         "Slowdown = 1 - ops/s against plain. TCO saved: tiermem's stats (DRAM + pools against all managed "
         "pages in DRAM); zswap: 1 - cgroup charge (zswap pool included) / (RSS + swapped). "
         "Server CPU = the server process's CPU per second (tiermem's threads included; their share in "
-        "brackets)." + (f" zswap skipped: {no_zswap}." if no_zswap else ""),
+        "brackets)." + (f" {args.repeat} interleaved rounds; each cell is the median over them." if args.repeat > 1 else "")
+        + (f" zswap skipped: {no_zswap}." if no_zswap else ""),
         "",
         "| server | config | ops/s | slowdown | p50 us | p99 us | TCO saved | RSS MiB | server CPU | bad |",
         "|---|---|---|---|---|---|---|---|---|---|",
