@@ -791,12 +791,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_policy_window_places_cold_regions_in_compressed_tiers() {
-        use crate::heat::testutil::World;
-        use tiermem_core::TierTelemetry;
-        // 8 regions of 4 pages in DRAM, one compressed tier of cost 0.3, ratio 2 assumed.
-        let mut w = World::new(32, 32, 32, 32);
+    /// 8 regions of 4 pages (16 KiB), all in DRAM, and one compressed tier (zsmalloc-lz4,
+    /// cost 0.3, fault 5 µs, empty: its ratio unmeasured).
+    fn world_of_eight_regions() -> crate::heat::testutil::World {
+        let mut w = crate::heat::testutil::World::new(32, 32, 32, 32);
         w.specs[1].kind = TierKind::Compressed {
             codec: "lz4".into(),
             allocator: "zsmalloc".into(),
@@ -804,22 +802,34 @@ mod tests {
         };
         w.specs[1].cost_per_gb = 0.3;
         w.specs[1].unloaded_latency_ns = 5000.0;
-        w.tiers[1] = TierTelemetry {
+        w.tiers[1] = tiermem_core::TierTelemetry {
             capacity_bytes: w.tiers[1].capacity_bytes,
             ..Default::default()
         };
+        w
+    }
+
+    /// The analytical policy at `alpha` over 16 KiB regions of 4 KiB pages.
+    fn policy_of_16k_regions(alpha: f64) -> Box<dyn Policy> {
         let mut t = toml::Table::new();
         t.insert("region_size".into(), "16KiB".into());
-        t.insert("alpha".into(), toml::Value::Float(0.5));
+        t.insert("alpha".into(), toml::Value::Float(alpha));
         let cfg = crate::PolicyConfig::from_name("tierscape_analytical", t).unwrap();
-        let mut p = crate::build_with(
+        crate::build_with(
             &cfg,
             None,
             BuildContext {
                 page_bytes: Some(4096),
             },
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn a_policy_window_places_cold_regions_in_compressed_tiers() {
+        // 8 regions of 4 pages in DRAM, one compressed tier of cost 0.3, ratio 2 assumed.
+        let mut w = world_of_eight_regions();
+        let mut p = policy_of_16k_regions(0.5);
         // Regions 0..4 hot, 4..8 cold. The compressed tier's effective cost is 0.3 / 2 = 0.15,
         // so α = 0.5 bounds the TCO by 0.15 + 0.5·0.85 = 0.575 of DRAM's: with k of 8
         // regions out, 1 − 0.85·k/8 ≤ 0.575 → k ≥ 4. The 4 cold ones go, the hot stay.
@@ -839,39 +849,16 @@ mod tests {
     #[test]
     fn a_tier_never_used_is_probed_with_one_cold_region_then_measured() {
         use crate::heat::testutil::World;
-        use tiermem_core::TierTelemetry;
         // DRAM + two compressed tiers of equal cost, the second slower: at the one assumed
         // ratio the solution puts every cold region in the first, and would never learn the
         // second's ratio.
-        let mut w = World::new(32, 32, 32, 32);
-        w.specs[1].kind = TierKind::Compressed {
-            codec: "lz4".into(),
-            allocator: "zsmalloc".into(),
-            backing: "dram".into(),
-        };
-        w.specs[1].cost_per_gb = 0.3;
-        w.specs[1].unloaded_latency_ns = 5000.0;
-        w.tiers[1] = TierTelemetry {
-            capacity_bytes: w.tiers[1].capacity_bytes,
-            ..Default::default()
-        };
+        let mut w = world_of_eight_regions();
         let mut slow = w.specs[1].clone();
         slow.name = "dense".into();
         slow.unloaded_latency_ns = 20_000.0;
         w.specs.push(slow);
         w.tiers.push(w.tiers[1].clone());
-        let mut t = toml::Table::new();
-        t.insert("region_size".into(), "16KiB".into());
-        t.insert("alpha".into(), toml::Value::Float(0.5));
-        let cfg = crate::PolicyConfig::from_name("tierscape_analytical", t).unwrap();
-        let mut p = crate::build_with(
-            &cfg,
-            None,
-            BuildContext {
-                page_bytes: Some(4096),
-            },
-        )
-        .unwrap();
+        let mut p = policy_of_16k_regions(0.5);
         let window = |w: &mut World, p: &mut Box<dyn Policy>| {
             for r in 0..4u32 {
                 w.reads(r * 4, 10 + r as usize);

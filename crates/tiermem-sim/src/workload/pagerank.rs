@@ -67,28 +67,26 @@ pub enum Array {
 }
 
 impl PagerankSpec {
-    /// The arrays in allocation order with their byte sizes (the two rank arrays as one,
-    /// likewise the two frontiers: each pair is allocated back to back).
-    fn arrays(&self) -> [(Array, u64); 5] {
+    /// Each array in allocation order with its bytes, each starting on a page (`p_curr` and
+    /// `p_next` are two `Ranks` arrays, the two frontiers two `Frontiers`).
+    fn arrays(&self) -> [(Array, u64); 7] {
         let (n, m) = (self.vertices, self.edges);
         [
             (Array::Vertices, n * VERTEX_BYTES),
             (Array::OutEdges, m * EDGE_BYTES),
             (Array::InEdges, m * EDGE_BYTES),
-            (Array::Ranks, 2 * n * RANK_BYTES),
-            (Array::Frontiers, 2 * n * FLAG_BYTES),
+            (Array::Ranks, n * RANK_BYTES),
+            (Array::Ranks, n * RANK_BYTES),
+            (Array::Frontiers, n * FLAG_BYTES),
+            (Array::Frontiers, n * FLAG_BYTES),
         ]
     }
 
-    /// Pages the process's arrays take, each array starting on a page.
+    /// Pages the process's arrays take.
     pub fn pages(&self) -> u64 {
         self.arrays()
             .iter()
-            .map(|&(a, b)| match a {
-                // Two arrays of half the bytes each, each page-aligned.
-                Array::Ranks | Array::Frontiers => 2 * (b / 2).div_ceil(self.page_bytes),
-                _ => b.div_ceil(self.page_bytes),
-            })
+            .map(|&(_, b)| b.div_ceil(self.page_bytes))
             .sum()
     }
 
@@ -146,35 +144,30 @@ impl Pagerank {
         };
         let mut first = 0usize;
         for (array, bytes) in spec.arrays() {
-            let halves = matches!(array, Array::Ranks | Array::Frontiers);
-            let parts = if halves { 2 } else { 1 };
-            let part_bytes = bytes / parts;
-            for _ in 0..parts {
-                let span = part_bytes.div_ceil(pb) as usize;
-                array_of[first..first + span].fill(array);
-                match array {
-                    Array::Vertices => {
-                        pass(&mut reads, first, part_bytes, 1.0);
-                        by_degree(&mut reads, first, VERTEX_BYTES, m);
-                    }
-                    Array::OutEdges => {}
-                    Array::InEdges => pass(&mut reads, first, part_bytes, 1.0),
-                    Array::Ranks => {
-                        // Half of the 6 passes (4 writing) and of the p_curr[s] reads.
-                        pass(&mut writes, first, part_bytes, 2.0);
-                        pass(&mut reads, first, part_bytes, 1.0);
-                        by_degree(&mut reads, first, RANK_BYTES, m / 2.0);
-                    }
-                    Array::Frontiers => {
-                        // Per iteration the output is written in order and `vertexMap`
-                        // reads the frontier in order: half of each per array.
-                        pass(&mut writes, first, part_bytes, 0.5);
-                        pass(&mut reads, first, part_bytes, 0.5);
-                        by_degree(&mut reads, first, FLAG_BYTES, m / 2.0);
-                    }
+            let span = bytes.div_ceil(pb) as usize;
+            array_of[first..first + span].fill(array);
+            match array {
+                Array::Vertices => {
+                    pass(&mut reads, first, bytes, 1.0);
+                    by_degree(&mut reads, first, VERTEX_BYTES, m);
                 }
-                first += span;
+                Array::OutEdges => {}
+                Array::InEdges => pass(&mut reads, first, bytes, 1.0),
+                Array::Ranks => {
+                    // Half of the 6 passes (4 writing) and of the p_curr[s] reads.
+                    pass(&mut writes, first, bytes, 2.0);
+                    pass(&mut reads, first, bytes, 1.0);
+                    by_degree(&mut reads, first, RANK_BYTES, m / 2.0);
+                }
+                Array::Frontiers => {
+                    // Per iteration the output is written in order and `vertexMap` reads
+                    // the frontier in order: half of each per array.
+                    pass(&mut writes, first, bytes, 0.5);
+                    pass(&mut reads, first, bytes, 0.5);
+                    by_degree(&mut reads, first, FLAG_BYTES, m / 2.0);
+                }
             }
+            first += span;
         }
         debug_assert_eq!(first, pages);
         let weights: Vec<f64> = reads.iter().zip(&writes).map(|(r, w)| r + w).collect();
