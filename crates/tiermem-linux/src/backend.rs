@@ -104,7 +104,7 @@ pub struct RuntimeBackend {
 impl RuntimeBackend {
     pub fn new(rt: &'static Runtime) -> RuntimeBackend {
         // Capacities are not bounds here: the budget policy limits DRAM, pools grow.
-        let specs: Vec<TierSpec> = rt.cfg.tiers.iter().map(node_tier_spec).collect();
+        let specs = tier_specs(&rt.cfg);
         RuntimeBackend {
             rt,
             specs,
@@ -453,9 +453,35 @@ impl RuntimeBackend {
     }
 }
 
+/// Every tier's spec, as the runtime's policies see it. Where the config leaves a tier's
+/// `unloaded_latency_ns` out: a node tier's latency (and bandwidth) is what the firmware's
+/// HMAT says of its node (sysfs); a compressed tier's is its fault latency measured now on
+/// this machine ([`crate::characterize::tier_fault_ns`]). With the schema's one default
+/// (10 µs) for every codec, TierScape's analytical policy saw five equally fast compressed
+/// tiers and put every compressed region in the densest (deflate, 3-4x lz4's fault time).
+pub(crate) fn tier_specs(cfg: &RuntimeConfig) -> Vec<TierSpec> {
+    let compressed = cfg.compressed_tiers();
+    cfg.tiers
+        .iter()
+        .map(|t| {
+            let mut spec = node_tier_spec(t);
+            let c = compressed.iter().find(|c| c.name == t.name);
+            if let (Some(c), None) = (c, t.unloaded_latency_ns) {
+                let max = c.max_compressed_bytes as usize;
+                if let Some(ns) =
+                    crate::characterize::tier_fault_ns(&c.codec, &c.allocator, &c.backing, max)
+                {
+                    spec.unloaded_latency_ns = ns;
+                }
+            }
+            spec
+        })
+        .collect()
+}
+
 /// A tier's spec; a node tier's latency and bandwidth, where the config leaves them out,
 /// are what the firmware's HMAT says of its node (sysfs), else the schema's defaults.
-pub(crate) fn node_tier_spec(t: &tiermem_core::tier::TierConfig) -> TierSpec {
+fn node_tier_spec(t: &tiermem_core::tier::TierConfig) -> TierSpec {
     let mut spec = t.spec(u64::MAX);
     if let (Some(n), true) = (t.node, t.kind == "node") {
         if let Some((lat_ns, bw_mbps)) = crate::numa::hmat(n) {
