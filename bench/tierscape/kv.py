@@ -226,6 +226,10 @@ def one(server: str, label: str, args, work: Path, *, config: str | None = None,
             row["pool_bytes"] = sum(t["pool_bytes"] for t in st["tiers"])
             row["tier_pages"] = {t["name"]: t["pages"] for t in st["tiers"]}
             row["tier_faults_per_s"] = sum(t["faults"] for t in st["tiers"]) / max(st["uptime_s"], 1e-9)
+            # Whole-run fault service time per tier (from reading the fault message to the
+            # installed page, lock waits included), where the tier served any.
+            row["tier_fault_us"] = {t["name"]: [t["fault_p50_ns"] / 1e3, t["fault_p99_ns"] / 1e3]
+                                    for t in st["tiers"] if t["faults"]}
         elif zswap is not None:
             charge = zswap.charge()
             row["zswap_pool_bytes"] = meminfo("Zswap")

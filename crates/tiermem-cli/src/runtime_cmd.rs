@@ -92,7 +92,13 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
     }
     if let Some(c) = &a.codec {
         tiermem_linux::codec::Codec::parse(c).map_err(|e| Error::usage(format!("--codec: {e}")))?;
+        let free = !cfg.tiers.iter().any(|t| t.name == *c);
         if let Some(t) = cfg.first_compressed_mut() {
+            // A tier named after its codec (the built-in "lz4") is renamed with it, so that
+            // `tiermem stat` does not show a zstd tier as "1:lz4".
+            if free && Some(t.name.as_str()) == t.codec.as_deref().or(Some("lz4")) {
+                t.name = c.clone();
+            }
             t.codec = Some(c.clone());
         }
     }
@@ -488,6 +494,40 @@ mod tests {
             text.contains("memory TCO: 25.4% saved against all in DRAM")
                 && text.contains("dram 1, 1:lz4 0.333"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn codec_flag_renames_a_tier_named_after_its_codec_only() {
+        let args = |codec: &str, config: Option<std::path::PathBuf>| RunArgs {
+            config,
+            dram_budget: None,
+            codec: Some(codec.into()),
+            allocator: None,
+            policy: None,
+            fault_around: None,
+            program: vec!["true".into()],
+        };
+        // The built-in tier "lz4" with --codec zstd: shown as "1:zstd".
+        let cfg = run_config(&args("zstd", None)).unwrap();
+        assert_eq!(
+            (cfg.tiers[1].name.as_str(), cfg.tiers[1].codec.as_deref()),
+            ("zstd", Some("zstd"))
+        );
+        // A tier the user named keeps its name.
+        let path =
+            std::env::temp_dir().join(format!("tiermem-codec-flag-{}.toml", std::process::id()));
+        std::fs::write(
+            &path,
+            "[[runtime.tiers]]\nname = \"dram\"\nkind = \"dram\"\n[[runtime.tiers]]\nname = \"cold\"\nkind = \"compressed\"\ncodec = \"lz4\"\n",
+        )
+        .unwrap();
+        let cfg = run_config(&args("deflate", Some(path.clone())));
+        std::fs::remove_file(&path).unwrap();
+        let cfg = cfg.unwrap();
+        assert_eq!(
+            (cfg.tiers[1].name.as_str(), cfg.tiers[1].codec.as_deref()),
+            ("cold", Some("deflate"))
         );
     }
 }

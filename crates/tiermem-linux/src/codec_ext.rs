@@ -1,4 +1,4 @@
-//! zstd (libzstd via `zstd`), deflate (raw deflate via `flate2`/miniz_oxide) and lzo
+//! zstd (libzstd via `zstd`), deflate (raw deflate via `flate2` on zlib-rs) and lzo
 //! (LZO1X-1 via `minilzo`, the LZO authors' mini library). Contexts are per thread and
 //! reused: creating a zstd context costs more than compressing a page.
 
@@ -11,6 +11,12 @@ thread_local! {
     static DC: RefCell<Option<(u32, flate2::Compress)>> = const { RefCell::new(None) };
     static DD: RefCell<Option<flate2::Decompress>> = const { RefCell::new(None) };
 }
+
+/// The deflate window the kernel's crypto API uses (`DEFLATE_DEF_WINBITS` in Linux
+/// crypto/deflate.c, what zswap's and zram's "deflate" compress with): 2 KiB, at the level
+/// given (the kernel's: zlib's default, 6). A page is 4 KiB, so a 32 KiB window buys little
+/// ratio and costs match-search time; TierScape's deflate tiers are the kernel's.
+const KERNEL_DEFLATE_WINDOW_BITS: u8 = 11;
 
 /// zstd levels tiermem accepts: 1 up to the library's maximum (22); the library's negative
 /// "fast" levels are not offered.
@@ -46,7 +52,11 @@ pub fn compress(c: &Codec, page: &[u8], out: &mut Vec<u8>) -> Option<()> {
             if d.as_ref().map(|(l, _)| *l) != Some(level) {
                 *d = Some((
                     level,
-                    flate2::Compress::new(flate2::Compression::new(level), false),
+                    flate2::Compress::new_with_window_bits(
+                        flate2::Compression::new(level),
+                        false,
+                        KERNEL_DEFLATE_WINDOW_BITS,
+                    ),
                 ));
             }
             let cx = &mut d.as_mut().unwrap().1;

@@ -461,9 +461,12 @@ impl Runtime {
                 .iter()
                 .enumerate()
                 .map(|(k, t)| TierStats {
-                    name: match t.node {
-                        Some(n) => format!("{}:node{n}", k + 1),
-                        None => format!("{}:{}", k + 1, t.codec.name()),
+                    // "K:NAME" with the config's name: five compressed tiers of which three
+                    // are lz4 (zbud, z3fold, zsmalloc) were three "K:lz4" before.
+                    name: match (t.node, self.cfg.tiers.get(k + 1)) {
+                        (Some(n), _) => format!("{}:node{n}", k + 1),
+                        (None, Some(c)) => format!("{}:{}", k + 1, c.name),
+                        (None, None) => format!("{}:{}", k + 1, t.codec.name()),
                     },
                     codec: if t.node.is_some() {
                         "-".into()

@@ -73,7 +73,9 @@ impl Runtime {
                         f.pool.free(h);
                         f.pages -= 1;
                         f.migr_out += 1;
-                        st.tiers[t as usize - 1].pages += 1;
+                        let into = &mut st.tiers[t as usize - 1];
+                        into.pages += 1;
+                        into.migr_in += 1;
                         let state = PageState::Compressed {
                             tier: t,
                             handle: PoolHandle::new(nh),
@@ -107,7 +109,8 @@ impl Runtime {
     /// Only the manager thread stages pages, so a slot still holding the page at commit
     /// time was not touched in between (every move back happens under the lock and changes
     /// the state). A read racing with a move back faults on the empty slot and gets zeros
-    /// (`serve`); that result is discarded. Other moves (promotion, tier to tier) go through
+    /// (`serve`); that result is discarded. A compressed page to another compressed tier
+    /// goes through `retier` (the codecs without the lock too); promotions through
     /// `move_page`.
     pub fn evict(&self, i: usize, to: u8, slot: usize, out: &mut Vec<u8>) -> MoveResult {
         let (hs, codec, max, was_resident) = {
@@ -130,6 +133,18 @@ impl Runtime {
                 }
             }
             let p = st.pages[i];
+            if let PageState::Compressed { tier, handle } = p.state {
+                if tier != to && p.flags & F_PINNED == 0 && !st.frozen {
+                    // Tier to tier: the object is copied out under the lock (a fault may
+                    // free it), the codecs run without it.
+                    let from = tier as usize - 1;
+                    let object = st.tiers[from].pool.get(handle.get()).to_vec();
+                    let (src, dst) = (&st.tiers[from], &st.tiers[to as usize - 1]);
+                    let codecs = (src.codec, dst.codec, dst.max_bytes);
+                    drop(st);
+                    return self.retier(i, p.state, to, &object, codecs, out);
+                }
+            }
             if !p.state.in_dram() || p.flags & F_PINNED != 0 || st.frozen {
                 return self.move_page(&mut st, i, to, slot);
             }
@@ -206,6 +221,58 @@ impl Runtime {
             packed.then_some(&out[..]),
             was_resident,
         )
+    }
+
+    /// A compressed page from its tier to compressed tier `to` (decompressed with `src`,
+    /// recompressed with `dst` below `max` bytes), the codecs run without the lock
+    /// (deflate takes ~60 µs a page: under the lock, every fault of a waterfall's window
+    /// waited behind tier-to-tier moves). `object` is the page's compressed bytes,
+    /// copied out of its pool under the lock while the page was in state `before`. The
+    /// result is committed only if the page is still in `before` (same tier, same handle):
+    /// only the manager thread, which runs this, puts pages into compressed tiers, so a
+    /// page that left its tier meanwhile (a fault, a promotion of a fork) cannot be back
+    /// under the same handle; its new copy wins and this one is discarded.
+    fn retier(
+        &self,
+        i: usize,
+        before: PageState,
+        to: u8,
+        object: &[u8],
+        (src, dst, max): (crate::codec::Codec, crate::codec::Codec, usize),
+        out: &mut Vec<u8>,
+    ) -> MoveResult {
+        // A buffer of its own: the state's `pbuf` is the fault thread's while the lock is free.
+        let mut page = vec![0u8; PAGE];
+        let packed = src.decompress(object, &mut page) && dst.compress(&page, out, max).is_some();
+        let mut st = lock(self);
+        let PageState::Compressed { tier, handle } = before else {
+            return MoveResult::Refused;
+        };
+        if i >= st.hwm as usize || st.pages[i].state != before {
+            return MoveResult::Refused;
+        }
+        let stored = if packed {
+            st.tiers[to as usize - 1].pool.store(&out[..])
+        } else {
+            None
+        };
+        let Some(nh) = stored else {
+            return MoveResult::NoCapacity;
+        };
+        let f = &mut st.tiers[tier as usize - 1];
+        f.pool.free(handle.get());
+        f.pages -= 1;
+        f.migr_out += 1;
+        let t = &mut st.tiers[to as usize - 1];
+        t.pages += 1;
+        t.migr_in += 1;
+        let flags = st.pages[i].flags;
+        let state = PageState::Compressed {
+            tier: to,
+            handle: PoolHandle::new(nh),
+        };
+        st.set(i, Page::new(state, flags));
+        MoveResult::Applied
     }
 
     /// The second half of an eviction, under the lock: the page compressed (or found all
