@@ -136,7 +136,8 @@ reproduce-all: setup
 # out/bench holds `make bench` runs: timings, not results.
 docs-results: venv
 	PYTHONPATH=$(CURDIR)/python $(PY) -m tiermem.results_page $(OUT) docs/results.md --exclude bench \
-	    --bench bench/runtime/results.md --bench bench/tierscape/kv.md
+	    --bench bench/runtime/results.md --bench bench/tierscape/kv.md \
+	    --bench bench/tierscape/kv-memcached-rounds.md
 
 # ---- maintenance ---------------------------------------------------------------------
 

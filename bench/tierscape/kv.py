@@ -360,7 +360,8 @@ def write(rows, args, no_zswap) -> None:
     lines = [
         "# TierScape on real servers: memcached and Redis under tiermem and zswap",
         "",
-        f"Written by `python3 bench/tierscape/kv.py` (`make bench`), {time.strftime('%Y-%m-%d')}, "
+        f"Written by `{' '.join(['python3', 'bench/tierscape/kv.py', *sys.argv[1:]])}` (`make bench`: no "
+        f"flags), {time.strftime('%Y-%m-%d')}, "
         f"{os.cpu_count()} CPUs, load average {' '.join(load)} at the end. {args.keys} keys of 4 KiB "
         f"(JSON-like text), Gaussian popularity sigma = {args.key_stddev:.1%} of the keys, SET:GET 1:10, "
         f"{args.connections} connections closed-loop, {args.warmup_s:.0f} s warm-up then {args.measure_s:.0f} s measured; "
