@@ -248,7 +248,8 @@ impl Runtime {
         let PageState::Compressed { tier, handle } = before else {
             return MoveResult::Refused;
         };
-        if i >= st.hwm as usize || st.pages[i].state != before {
+        // Frozen meanwhile: a fork is bringing every page home; no move lands now.
+        if i >= st.hwm as usize || st.pages[i].state != before || st.frozen {
             return MoveResult::Refused;
         }
         let stored = if packed {
