@@ -224,7 +224,8 @@ impl Runtime {
     }
 
     /// A compressed page from its tier to compressed tier `to` (decompressed with `src`,
-    /// recompressed with `dst` below `max` bytes), the codecs run without the lock
+    /// recompressed with `dst` below `max` bytes; copied as it is when both are the same
+    /// codec), the codecs run without the lock
     /// (deflate takes ~60 µs a page: under the lock, every fault of a waterfall's window
     /// waited behind tier-to-tier moves). `object` is the page's compressed bytes,
     /// copied out of its pool under the lock while the page was in state `before`. The
@@ -241,9 +242,19 @@ impl Runtime {
         (src, dst, max): (crate::codec::Codec, crate::codec::Codec, usize),
         out: &mut Vec<u8>,
     ) -> MoveResult {
-        // A buffer of its own: the state's `pbuf` is the fault thread's while the lock is free.
-        let mut page = vec![0u8; PAGE];
-        let packed = src.decompress(object, &mut page) && dst.compress(&page, out, max).is_some();
+        let packed = if src == dst {
+            // Same codec (tiers that differ in allocator or backing, as TierScape's three lz4
+            // tiers): the object already is the destination codec's output; only the
+            // allocator's packing changes, so no codec runs.
+            out.clear();
+            out.extend_from_slice(object);
+            object.len() < max
+        } else {
+            // A buffer of its own: the state's `pbuf` is the fault thread's while the lock
+            // is free.
+            let mut page = vec![0u8; PAGE];
+            src.decompress(object, &mut page) && dst.compress(&page, out, max).is_some()
+        };
         let mut st = lock(self);
         let PageState::Compressed { tier, handle } = before else {
             return MoveResult::Refused;
