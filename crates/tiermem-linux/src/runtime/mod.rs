@@ -148,7 +148,6 @@ pub struct State {
     pub policy: String,
     pub tracker: String,
     pub latency_ns: Vec<f64>,
-    cbuf: Vec<u8>,
     pbuf: Vec<u8>,
 }
 
@@ -344,7 +343,6 @@ impl Runtime {
             policy: String::new(),
             tracker: String::new(),
             latency_ns: Vec::new(),
-            cbuf: Vec::with_capacity(8192),
             pbuf: vec![0u8; PAGE],
         };
         let probe = (cfg.telemetry == "probe")

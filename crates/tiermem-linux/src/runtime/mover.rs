@@ -6,7 +6,7 @@
 //! ```text
 //!   evict(i, to, slot, out)       page i to lower tier `to` (>= 1), through staging slot
 //!                                 `slot` of the current batch; takes the state lock itself
-//!   move_page(st, i, to, slot)    every other move (to DRAM, tier to tier), under the lock
+//!   move_page(st, i, to, slot)    every other move (to DRAM, to a node), under the lock
 //!   end_batch(st)                 after each batch of at most EVICT_BATCH pages
 //!   move_range(i0, n, to, bufs)   the n pages from i0 (n <= EVICT_SLOTS) as one operation:
 //!                                 one UFFDIO_MOVE / UFFDIO_COPY per run of pages in the
@@ -53,40 +53,8 @@ impl Runtime {
                     MoveResult::Refused
                 }
             }
-            (PageState::Compressed { tier, handle }, t) if (t as usize) <= st.tiers.len() => {
-                // Tier to tier: decompress into a private buffer, recompress; the program's
-                // address space is not involved.
-                let (from, h) = (tier as usize - 1, handle.get());
-                let mut buf = std::mem::take(&mut st.pbuf);
-                let ok = st.tiers[from]
-                    .codec
-                    .decompress(st.tiers[from].pool.get(h), &mut buf);
-                let r = if ok {
-                    self.store(st, &buf, t as usize - 1)
-                } else {
-                    None
-                };
-                st.pbuf = buf;
-                match r {
-                    Some(nh) => {
-                        let f = &mut st.tiers[from];
-                        f.pool.free(h);
-                        f.pages -= 1;
-                        f.migr_out += 1;
-                        let into = &mut st.tiers[t as usize - 1];
-                        into.pages += 1;
-                        into.migr_in += 1;
-                        let state = PageState::Compressed {
-                            tier: t,
-                            handle: PoolHandle::new(nh),
-                        };
-                        st.set(i, Page::new(state, p.flags));
-                        MoveResult::Applied
-                    }
-                    None => MoveResult::NoCapacity,
-                }
-            }
-            // A node page to a compressed tier goes through `evict`.
+            // A node page to a compressed tier, and tier to tier (`retier`), go through
+            // `evict`.
             (
                 PageState::Compressed { .. }
                 | PageState::Hole
@@ -339,17 +307,6 @@ impl Runtime {
                 MoveResult::NoCapacity
             }
         }
-    }
-
-    fn store(&self, st: &mut State, data: &[u8], ti: usize) -> Option<u64> {
-        let mut out = std::mem::take(&mut st.cbuf);
-        let t = &mut st.tiers[ti];
-        let r = t
-            .codec
-            .compress(data, &mut out, t.max_bytes)
-            .and_then(|_| t.pool.store(&out));
-        st.cbuf = out;
-        r
     }
 
     /// Release the eviction staging slots (one system call per batch).
