@@ -115,6 +115,10 @@ pub struct Stats {
     pub hint_faults: u64,
     pub first_touch_faults: u64,
     pub evict_busy: u64,
+    /// Moves of a resident page the kernel answered "no page here" (ENOENT) for: refused,
+    /// the page kept as it is (see `Runtime::evict`). Never seen but on a racing kernel.
+    #[serde(default)]
+    pub evict_no_page: u64,
     /// Page-table operations (UFFDIO_MOVE / UFFDIO_COPY calls) the manager made to move
     /// pages between tiers, and the pages they moved (a 2 MiB range move: one, 512).
     #[serde(default)]

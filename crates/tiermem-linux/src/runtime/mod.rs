@@ -128,6 +128,8 @@ pub struct State {
     /// Fault-around: the unit tier faults are served at (fault_around.rs).
     pub granularity: fault_around::Granularity,
     pub evict_busy: u64,
+    /// Moves of a resident page the kernel answered ENOENT for (refused, page kept).
+    pub evict_no_page: u64,
     /// Some page may carry `F_SHARED` (set by `mark_shared`; cleared by a recheck that
     /// finds none): without it the once-a-second recheck skips its walk of the page table.
     maybe_shared: bool,
@@ -332,6 +334,7 @@ impl Runtime {
                 &cfg.fault_around,
             ),
             evict_busy: 0,
+            evict_no_page: 0,
             maybe_shared: false,
             move_ops: 0,
             moved_pages: 0,
@@ -451,6 +454,7 @@ impl Runtime {
             hint_faults: st.hint_faults,
             first_touch_faults: st.first_touch,
             evict_busy: st.evict_busy,
+            evict_no_page: st.evict_no_page,
             move_ops: st.move_ops,
             moved_pages: st.moved_pages,
             fault_around: st.granularity.stats.clone(),

@@ -151,9 +151,10 @@ impl Runtime {
                         st.set(i, Page::new(staged, p.flags));
                         es
                     }
+                    // No page at a page we hold as resident: see `State::no_page`.
                     Op::NoEnt => {
-                        st.set(i, Page::new(PageState::Absent, p.flags));
-                        return MoveResult::Applied;
+                        st.no_page();
+                        return MoveResult::Refused;
                     }
                     Op::Busy => {
                         st.evict_busy += 1;
@@ -552,12 +553,11 @@ impl Runtime {
                     if a >= k {
                         break;
                     }
-                    let f = st.pages[a].flags;
                     match op {
-                        // No page there (the kernel dropped it): it reads as zeros.
+                        // No page at a page we hold as resident: see `State::no_page`.
                         Op::NoEnt => {
-                            st.set(a, Page::new(PageState::Absent, f));
-                            out.applied += 1;
+                            st.no_page();
+                            out.refused += 1;
                         }
                         Op::Busy => {
                             st.evict_busy += 1;

@@ -96,7 +96,7 @@ impl Runtime {
                         st.hint_sampled += 1;
                         done += 1;
                     }
-                    Op::NoEnt => st.set(i, Page::new(PageState::Absent, p.flags)),
+                    Op::NoEnt => st.no_page(),
                     Op::Busy => st.mark_shared(i),
                     // A free slot holding a page: a late zero page from a stale fault message
                     // of the evictor's read (`serve`). Drop it, or every later sample would
