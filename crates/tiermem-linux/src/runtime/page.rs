@@ -175,10 +175,10 @@ impl State {
 
     /// The kernel answered "no page" (ENOENT) when asked to move a page held resident.
     /// The page is left as it is and the move refused. It used to be declared empty
-    /// (ABSENT): under tests/c/alloc_race.c (8 threads, 10-50 % budget, about one run in
-    /// 200 on kernel 6.18) that lost pages the program had filled and read back without a
-    /// fault since their install, with no move of ours in between. Nothing of ours leaves a resident
-    /// page without a PTE (MADV_FREE is served as MADV_DONTNEED), and a page that truly
+    /// (ABSENT): under tests/c/alloc_race.c (8 threads, 10-50 % budget, a few runs in a
+    /// thousand on kernel 6.18) that lost pages the program had filled and read back
+    /// without a fault since their install, with no move of ours in between. Nothing of
+    /// ours leaves a resident page without a PTE (MADV_FREE is served as MADV_DONTNEED), and a page that truly
     /// has none still reads as zeros through the fault path (`serve`), so keeping the
     /// state loses nothing either way.
     pub(super) fn no_page(&mut self) {
