@@ -178,9 +178,9 @@ impl State {
     /// (ABSENT): under tests/c/alloc_race.c (8 threads, 10-50 % budget, a few runs in a
     /// thousand on kernel 6.18) that lost pages the program had filled and read back
     /// without a fault since their install, with no move of ours in between. Nothing of
-    /// ours leaves a resident page without a PTE (MADV_FREE is served as MADV_DONTNEED), and a page that truly
-    /// has none still reads as zeros through the fault path (`serve`), so keeping the
-    /// state loses nothing either way.
+    /// ours leaves a resident page without a PTE (MADV_FREE is served as MADV_DONTNEED),
+    /// and a page that truly has none still reads as zeros through the fault path
+    /// (`serve`), so keeping the state loses nothing either way.
     pub(super) fn no_page(&mut self) {
         self.evict_no_page += 1;
     }
