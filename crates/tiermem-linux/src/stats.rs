@@ -119,6 +119,12 @@ pub struct Stats {
     /// the page kept as it is (see `Runtime::evict`). Never seen but on a racing kernel.
     #[serde(default)]
     pub evict_no_page: u64,
+    /// mremap moves of managed regions (realloc growth included) that moved page tables,
+    /// and those the kernel refused (realloc then copied the block).
+    #[serde(default)]
+    pub remap_moves: u64,
+    #[serde(default)]
+    pub remap_refused: u64,
     /// Page-table operations (UFFDIO_MOVE / UFFDIO_COPY calls) the manager made to move
     /// pages between tiers, and the pages they moved (a 2 MiB range move: one, 512).
     #[serde(default)]

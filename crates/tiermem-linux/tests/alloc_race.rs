@@ -47,7 +47,11 @@ fn run_alloc_race(budget: &str, threads: u32, seconds: f64, seed: u32) {
         runtime_problems(&stderr).is_empty(),
         "{what}: the runtime reported a problem:\n{stderr}"
     );
-    let _ = final_stats(&stats);
+    // Realloc growth moved page tables every time: a region moved before is two VMAs,
+    // which a single mremap refuses (EFAULT; the block was then copied).
+    let st = final_stats(&stats);
+    assert!(num(&st, "remap_moves") > 0.0, "{what}: no realloc moved a region: {st}");
+    assert_eq!(num(&st, "remap_refused"), 0.0, "{what}: an mremap was refused: {st}");
 }
 
 #[test]

@@ -367,11 +367,17 @@ impl Runtime {
         };
         let dst_a = self.addr(dst);
         let keep_n = old_n.min(new_n);
-        if let Err(e) = move_keeping_source(old, keep_n * PAGE, dst_a) {
+        if let Err(e) = move_vmas_keeping_source(old, keep_n * PAGE, dst_a) {
+            // A part moved and brought back lost its registration: register it again.
+            if let Err(r) = self.uffd.register(old, keep_n * PAGE) {
+                report(&format!("re-register of {old:#x} after a failed mremap failed: {r}"));
+            }
             self.reserve(dst_a, new_len);
             st.give_back(dst as u32, new_n as u32);
+            st.remap_refused += 1;
             return -(e as isize);
         }
+        st.remap_moves += 1;
         // SAFETY: an advice on the range just moved to `dst_a`, which is ours; no memory is freed.
         unsafe { sys::madvise(dst_a, keep_n * PAGE, libc::MADV_NOHUGEPAGE) };
         // The moved VMA lost its registration (no UFFD_FEATURE_EVENT_REMAP): register it
@@ -471,6 +477,62 @@ impl Runtime {
         self.reserve(old, old_n * PAGE);
         st.give_back(self.idx(old) as u32, old_n as u32);
     }
+}
+
+/// `move_keeping_source` for a range that may span several VMAs. A region moved once is
+/// two: the moved part keeps the page offset of its old address, so the tail mapped after
+/// it at its new place cannot merge with it, and mremap refuses a range across VMAs
+/// (EFAULT; realloc then fell back to malloc + copy + free for about a third of the
+/// growths under tests/c/alloc_race.c). Each VMA's part then moves on its own, to the same
+/// offset from `dst`. If one fails, the parts already moved go back and the error is
+/// returned; the caller registers the source again (a moved VMA loses its registration).
+fn move_vmas_keeping_source(old: usize, len: usize, dst: usize) -> Result<usize, i32> {
+    match move_keeping_source(old, len, dst) {
+        Err(libc::EFAULT) => {}
+        r => return r,
+    }
+    let parts = vma_parts(old, len).ok_or(libc::EFAULT)?;
+    for (moved, &(a, l)) in parts.iter().enumerate() {
+        if let Err(e) = move_keeping_source(a, l, dst + (a - old)) {
+            for &(a, l) in parts[..moved].iter().rev() {
+                if let Err(b) = move_keeping_source(dst + (a - old), l, a) {
+                    report(&format!("moving {a:#x} back after a failed mremap failed: {b}"));
+                }
+            }
+            return Err(e);
+        }
+    }
+    Ok(dst)
+}
+
+/// The VMAs that make up [start, start+len), clipped to it, from /proc/self/maps; `None`
+/// unless they cover it without a gap (or the file cannot be read).
+fn vma_parts(start: usize, len: usize) -> Option<Vec<(usize, usize)>> {
+    let end = start + len;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let mut parts = Vec::new();
+    let mut at = start;
+    for line in maps.lines() {
+        let range = line.split(' ').next()?;
+        let (a, b) = range.split_once('-')?;
+        let (a, b) = (
+            usize::from_str_radix(a, 16).ok()?,
+            usize::from_str_radix(b, 16).ok()?,
+        );
+        if b <= at || a >= end {
+            continue;
+        }
+        if a > at {
+            return None; // a gap
+        }
+        let to = b.min(end);
+        parts.push((at, to - at));
+        at = to;
+        if at == end {
+            return Some(parts);
+        }
+    }
+    None
 }
 
 /// Move the page tables of [old, old+len) to `dst` (MREMAP_FIXED: whatever was mapped

@@ -130,6 +130,10 @@ pub struct State {
     pub evict_busy: u64,
     /// Moves of a resident page the kernel answered ENOENT for (refused, page kept).
     pub evict_no_page: u64,
+    /// mremap moves of managed regions (realloc growth included) done with the page
+    /// tables, and those the kernel refused (realloc then copies).
+    pub remap_moves: u64,
+    pub remap_refused: u64,
     /// Some page may carry `F_SHARED` (set by `mark_shared`; cleared by a recheck that
     /// finds none): without it the once-a-second recheck skips its walk of the page table.
     maybe_shared: bool,
@@ -335,6 +339,8 @@ impl Runtime {
             ),
             evict_busy: 0,
             evict_no_page: 0,
+            remap_moves: 0,
+            remap_refused: 0,
             maybe_shared: false,
             move_ops: 0,
             moved_pages: 0,
@@ -455,6 +461,8 @@ impl Runtime {
             first_touch_faults: st.first_touch,
             evict_busy: st.evict_busy,
             evict_no_page: st.evict_no_page,
+            remap_moves: st.remap_moves,
+            remap_refused: st.remap_refused,
             move_ops: st.move_ops,
             moved_pages: st.moved_pages,
             fault_around: st.granularity.stats.clone(),
