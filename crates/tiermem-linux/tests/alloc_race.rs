@@ -69,6 +69,32 @@ fn threads_mixing_mmap_calloc_and_realloc_growth_keep_every_byte() {
     run_alloc_race("25%", 4, 2.5, 7);
 }
 
+/// Run tests/c/NAME.c (one argument) under `budget`: it must print "ok" and the runtime
+/// report no problem. Returns the final stats.
+fn c_program_prints_ok(name: &str, budget: &str, arg: &str, what: &str) -> serde_json::Value {
+    let bin = c_bin(name);
+    let (cmd, stats) = tiered(budget, &[bin.to_str().unwrap(), arg]);
+    let out = run(cmd, None, 120, what);
+    let stdout = ok(&out, what);
+    assert_eq!(stdout.trim(), "ok", "{what}: {stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        runtime_problems(&stderr).is_empty(),
+        "{what}: the runtime reported a problem:\n{stderr}"
+    );
+    final_stats(&stats)
+}
+
+/// Pages moved into any lower tier over the run.
+fn pages_moved_out(st: &serde_json::Value) -> u64 {
+    st["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["migrations_in"].as_u64().unwrap())
+        .sum()
+}
+
 /// An mremap that lands between two managed regions must leave them managed. The kernel
 /// drops the userfaultfd registration of the VMA an mremap creates (we do not ask for
 /// remap events) and, when that VMA merges with its neighbours, of the whole merged VMA:
@@ -82,25 +108,10 @@ fn an_mremap_between_tiered_regions_leaves_their_pages_intact() {
         return;
     }
     let _h = heavy();
-    let bin = c_bin("remap_merge");
     let what = "remap_merge under 10%";
-    let (cmd, stats) = tiered("10%", &[bin.to_str().unwrap(), "3"]);
-    let out = run(cmd, None, 120, what);
-    let stdout = ok(&out, what);
-    assert_eq!(stdout.trim(), "ok", "{what}: {stdout}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        runtime_problems(&stderr).is_empty(),
-        "{what}: the runtime reported a problem:\n{stderr}"
-    );
+    let st = c_program_prints_ok("remap_merge", "10%", "3", what);
     // The check means something only if the neighbours' pages were compressed.
-    let st = final_stats(&stats);
-    let compressed: u64 = st["tiers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["migrations_in"].as_u64().unwrap())
-        .sum();
+    let compressed = pages_moved_out(&st);
     assert!(
         compressed > 4096,
         "{what}: only {compressed} pages were compressed"
@@ -129,8 +140,8 @@ fn an_mremap_between_tiered_regions_leaves_their_pages_intact() {
 /// A page tiermem holds resident but the kernel holds none for (tests/c/no_pte.c drops
 /// it with the raw system call): its move out is refused and counted, never taken for an
 /// empty page. On kernel 6.18 the kernel gave that answer (ENOENT) for pages that did hold
-/// data, under `threads_mixing_mmap_calloc_and_realloc_growth_keep_every_byte` about one
-/// run in 200; tiermem then declared them empty and the program read zeros. Here the page
+/// data, under `threads_mixing_mmap_calloc_and_realloc_growth_keep_every_byte` a few
+/// runs in a thousand; tiermem then declared them empty and the program read zeros. Here the page
 /// truly is empty, so it reads zeros either way; what the test pins is the refusal (the
 /// counter) and that the manager, refused, still moves the rest and the run ends.
 #[test]
@@ -139,26 +150,11 @@ fn a_move_the_kernel_finds_no_page_for_is_refused_and_nothing_is_lost() {
         return;
     }
     let _h = heavy();
-    let bin = c_bin("no_pte");
     let what = "no_pte under 10%";
-    let (cmd, stats) = tiered("10%", &[bin.to_str().unwrap(), "16"]);
-    let out = run(cmd, None, 120, what);
-    let stdout = ok(&out, what);
-    assert_eq!(stdout.trim(), "ok", "{what}: {stdout}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        runtime_problems(&stderr).is_empty(),
-        "{what}: the runtime reported a problem:\n{stderr}"
-    );
-    let st = final_stats(&stats);
+    let st = c_program_prints_ok("no_pte", "10%", "16", what);
     assert!(num(&st, "evict_no_page") >= 1.0, "{what}: no move was refused: {st}");
-    let moved: f64 = st["tiers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["migrations_in"].as_f64().unwrap())
-        .sum();
-    assert!(moved > 2048.0, "{what}: only {moved} pages moved out: {st}");
+    let moved = pages_moved_out(&st);
+    assert!(moved > 2048, "{what}: only {moved} pages moved out: {st}");
 }
 
 /// The program (one copy, shared with bench/heap/python_threads.sh).
