@@ -12,10 +12,13 @@
 //! same region: `choose_unit`), and serves the faults of the following **window** at the
 //! chosen unit. Windows are counted in pages brought back (16x the probe, doubling while
 //! the choice stays the same, up to 128x), so the probe's cost shrinks for a program whose
-//! locality does not change, and a change of phase is seen within one window.
+//! locality does not change, and a change of phase is seen within one window. A choice of
+//! 4 KiB has no window: its faults are probe faults already, so the next probe starts at
+//! once and a short sparse phase does not hold 4 KiB over the dense phase after it.
 //!
 //! ```text
 //!   probe (4096 faults at 4 KiB) -> choose -> window (>= 65536 pages at the unit) -> probe ...
+//!                                           \-> 4 KiB: probe again
 //! ```
 //!
 //! Fault-around changes how many faults a program pays, never what it reads: each page
@@ -176,7 +179,6 @@ impl Granularity {
         if self.probe.len() >= PROBE_FAULTS {
             let unit = choose_unit(&self.probe);
             self.probe.clear();
-            self.probing = false;
             self.stats.decisions += 1;
             if unit == self.unit {
                 self.window = (self.window * 2).min(WINDOW_MAX_PAGES);
@@ -186,6 +188,11 @@ impl Granularity {
                 self.unit = unit;
                 self.stats.unit_bytes = (unit * crate::sys::PAGE) as u64;
             }
+            // A window at 4 KiB is itself a probe (its faults are 4 KiB faults), so the rule
+            // is applied again after the next 4 096 faults at no cost: a short sparse phase
+            // (a strided update between two scans) then holds 4 KiB only while it lasts, not
+            // for a whole window. Measured on bench/fault_around's scan, 256 MiB x 4.
+            self.probing = unit == 1;
             self.window_left = self.window;
         }
         1
@@ -310,6 +317,28 @@ mod tests {
             g.stats.faults_by_unit,
             [2 * PROBE_FAULTS as u64 - 1, 0, 128]
         );
+    }
+
+    #[test]
+    fn a_choice_of_4k_probes_again_at_once() {
+        let mut g = Granularity::new(FaultAround::Dynamic, "dynamic");
+        // A strided phase (every 7th page): no region is dense, the rule says 4 KiB.
+        let mut page = 0usize;
+        for _ in 0..PROBE_FAULTS {
+            g.unit_for_fault(page);
+            g.served(1, 1);
+            page += 7;
+        }
+        assert_eq!((g.stats.decisions, g.unit), (1, 1));
+        // A scan follows: the very next 4 096 faults decide again and bring 2 MiB back,
+        // not a 65 536-page window at 4 KiB first.
+        for _ in 0..PROBE_FAULTS {
+            assert_eq!(g.unit_for_fault(page), 1);
+            g.served(1, 1);
+            page += 1;
+        }
+        assert_eq!((g.stats.decisions, g.unit), (2, PAGES_2M));
+        assert_eq!(g.unit_for_fault(page), PAGES_2M);
     }
 
     #[test]
