@@ -52,8 +52,39 @@ def forest(seed: int):
     return RandomForestClassifier(n_estimators=TREES, random_state=seed, n_jobs=1)
 
 
+#: Columns ``tiermem memstrata train`` writes and the trainer reads.
+COLUMNS = ["workload", "slowdown", "miss_ratio", "l3_miss_latency_ns", "l3_mpki", "l2_miss_latency_ns",
+           "dtlb_miss_latency_ns", "l2_mpki", "true_mpki"]
+
+
+class SampleError(ValueError):
+    """The samples file cannot be trained on; the message names the file and the fix."""
+
+
+def read_samples(csv: Path) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(csv)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise SampleError(f"{csv}: cannot read the samples ({e}); regenerate them with `tiermem memstrata train`") from e
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise SampleError(f"{csv}: no column {', '.join(missing)}; regenerate the samples with `tiermem memstrata train`")
+    numeric = [c for c in COLUMNS[1:] if not pd.api.types.is_numeric_dtype(frame[c]) or frame[c].isna().any()]
+    if numeric:
+        raise SampleError(
+            f"{csv}: column {', '.join(numeric)} has empty or non-numeric values; "
+            "regenerate the samples with `tiermem memstrata train`"
+        )
+    if frame["workload"].nunique() < 2:
+        raise SampleError(
+            f"{csv}: samples of at least 2 workloads are needed to hold some out; "
+            "regenerate them with `tiermem memstrata train`"
+        )
+    return frame
+
+
 def train(csv: Path, model: Path, report: Path) -> dict:
-    frame = pd.read_csv(csv)
+    frame = read_samples(csv)
     frame = frame.assign(outlier=frame["slowdown"] > OUTLIER)
     workloads = np.array(sorted(frame["workload"].unique()))
     accuracy, baseline, r2 = [], [], []
@@ -123,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         result = train(Path(args[0]), Path(args[1]), Path(args[2]))
     except ImportError as e:
         print(f"tiermem.memstrata_train: {e}; install scikit-learn and skl2onnx (make setup)", file=sys.stderr)
+        return 2
+    except SampleError as e:
+        print(f"tiermem.memstrata_train: {e}", file=sys.stderr)
         return 2
     print(json.dumps({k: v for k, v in result.items() if k != "paper"}, indent=2))
     return 0
