@@ -399,6 +399,14 @@ pub fn render(s: &Stats) -> String {
             f.switches
         ));
     }
+    if !s.policy_counters.is_empty() {
+        let counters: Vec<String> = s
+            .policy_counters
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        o.push_str(&format!("policy counters: {}\n", counters.join(", ")));
+    }
     if s.thrashing {
         o.push_str(&format!(
             "THRASHING: tier faults take over {:.0}% of the time (served so far: {:.1}s); suggested budget {}\n",
@@ -494,6 +502,26 @@ mod tests {
             text.contains("memory TCO: 25.4% saved against all in DRAM")
                 && text.contains("dram 1, 1:lz4 0.333"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn stat_shows_the_policys_own_counters_when_it_has_any() {
+        let mut s = Stats::default();
+        assert!(!render(&s).contains("policy counters"));
+        assert!(!s.prometheus().contains("policy_counter"));
+        s.policy_counters = [("solves".to_string(), 5), ("solver_failures".to_string(), 0)]
+            .into_iter()
+            .collect();
+        let text = render(&s);
+        assert!(
+            text.contains("policy counters: solver_failures 0, solves 5\n"),
+            "{text}"
+        );
+        let prom = s.prometheus();
+        assert!(
+            prom.contains("tiermem_policy_counter{pid=\"0\",name=\"solves\"} 5\n"),
+            "{prom}"
         );
     }
 

@@ -527,6 +527,7 @@ pub fn manager_loop(rt: &'static Runtime) {
     let mut ctl: Option<crate::control::Server> = None;
     let mut ctl_refused = false;
     let mut next_pub = 0u64;
+    let mut last_counters = Vec::new();
     while !rt.stop.load(std::sync::atomic::Ordering::Relaxed) {
         let frozen = rt.lock().frozen;
         if frozen {
@@ -535,6 +536,11 @@ pub fn manager_loop(rt: &'static Runtime) {
         }
         if let Err(e) = engine.step(&mut backend) {
             crate::runtime::report(&format!("engine step failed: {e}"));
+        }
+        let counters = engine.policy.counters();
+        if counters != last_counters {
+            rt.lock().policy_counters.clone_from(&counters);
+            last_counters = counters;
         }
         if let Some(line) = rt.check_thrash() {
             crate::runtime::report(&line);

@@ -1,6 +1,7 @@
 //! Counters and latency histograms the runtime publishes for `tiermem stat`.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Log-linear histogram of nanoseconds: 16 sub-buckets per power of two (≤ 6 % error).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -189,6 +190,10 @@ pub struct Stats {
     /// DRAM's `cost_per_gb` (the reference of the saving).
     #[serde(default)]
     pub dram_cost_per_gb: f64,
+    /// The policy's own counters (`Policy::counters`: e.g. the ICS'18 policy's moves per
+    /// granularity, the analytical TierScape's solves), as of the last engine step.
+    #[serde(default)]
+    pub policy_counters: BTreeMap<String, u64>,
 }
 
 impl Stats {
@@ -297,6 +302,14 @@ impl Stats {
                 s.push_str(&format!(
                     "tiermem_{name}{{pid=\"{pid}\",tier=\"{}\"}} {v}\n",
                     t.name
+                ));
+            }
+        }
+        if !self.policy_counters.is_empty() {
+            s.push_str("# HELP tiermem_policy_counter The policy's own counters (Policy::counters)\n# TYPE tiermem_policy_counter gauge\n");
+            for (name, v) in &self.policy_counters {
+                s.push_str(&format!(
+                    "tiermem_policy_counter{{pid=\"{pid}\",name=\"{name}\"}} {v}\n"
                 ));
             }
         }

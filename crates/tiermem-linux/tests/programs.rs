@@ -551,6 +551,11 @@ fn servers_under_tierscape_policies_keep_every_value_and_exit_cleanly() {
             assert!(runtime_problems(&err).is_empty(), "{what}: {err}");
             let s = final_stats(&stats);
             assert!(migrations_in(&s) > 1_000, "{what}: little was tiered: {s}");
+            if policy.contains("analytical") {
+                // `tiermem stat` carries the policy's own counters: HiGHS solved.
+                let solves = &s["policy_counters"]["solves"];
+                assert!(solves.as_u64().unwrap_or(0) > 0, "{what}: no solve counted: {s}");
+            }
             if policy.contains("waterfall") {
                 // The waterfall reaches the later compressed tiers only tier to tier, outside
                 // the state lock while the load faults (`retier`): lz4 to lz4 copies the

@@ -154,6 +154,8 @@ pub struct State {
     pub policy: String,
     pub tracker: String,
     pub latency_ns: Vec<f64>,
+    /// The policy's `counters()` after its last step (the manager copies them on change).
+    pub policy_counters: Vec<(&'static str, u64)>,
     pbuf: Vec<u8>,
 }
 
@@ -350,6 +352,7 @@ impl Runtime {
             quanta: 0,
             sample_always: false,
             policy: String::new(),
+            policy_counters: Vec::new(),
             tracker: String::new(),
             latency_ns: Vec::new(),
             pbuf: vec![0u8; PAGE],
@@ -520,6 +523,11 @@ impl Runtime {
             unmanaged_anon_bytes: anon.saturating_sub(st.resident * PAGE as u64 + pools),
             quanta: st.quanta,
             policy: st.policy.clone(),
+            policy_counters: st
+                .policy_counters
+                .iter()
+                .map(|&(k, v)| (k.to_string(), v))
+                .collect(),
             tracker: st.tracker.clone(),
             dram_latency_ns: st.latency_ns.first().copied().unwrap_or(0.0),
             probe_cpu_share: self.probe.as_ref().map_or(0.0, |p| {
