@@ -57,29 +57,30 @@ COLUMNS = ["workload", "slowdown", "miss_ratio", "l3_miss_latency_ns", "l3_mpki"
            "dtlb_miss_latency_ns", "l2_mpki", "true_mpki"]
 
 
+#: The fix every refusal names.
+RETRAIN = "regenerate the samples with `tiermem memstrata train`"
+
+
 class SampleError(ValueError):
     """The samples file cannot be trained on; the message names the file and the fix."""
 
 
 def read_samples(csv: Path) -> pd.DataFrame:
+    def refuse(problem: str) -> SampleError:
+        return SampleError(f"{csv}: {problem}; {RETRAIN}")
+
     try:
         frame = pd.read_csv(csv)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise SampleError(f"{csv}: cannot read the samples ({e}); regenerate them with `tiermem memstrata train`") from e
+        raise refuse(f"cannot read the samples ({e})") from e
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
-        raise SampleError(f"{csv}: no column {', '.join(missing)}; regenerate the samples with `tiermem memstrata train`")
+        raise refuse(f"no column {', '.join(missing)}")
     numeric = [c for c in COLUMNS[1:] if not pd.api.types.is_numeric_dtype(frame[c]) or frame[c].isna().any()]
     if numeric:
-        raise SampleError(
-            f"{csv}: column {', '.join(numeric)} has empty or non-numeric values; "
-            "regenerate the samples with `tiermem memstrata train`"
-        )
+        raise refuse(f"column {', '.join(numeric)} has empty or non-numeric values")
     if frame["workload"].nunique() < 2:
-        raise SampleError(
-            f"{csv}: samples of at least 2 workloads are needed to hold some out; "
-            "regenerate them with `tiermem memstrata train`"
-        )
+        raise refuse("samples of at least 2 workloads are needed to hold some out")
     return frame
 
 
