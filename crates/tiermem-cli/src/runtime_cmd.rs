@@ -388,7 +388,7 @@ pub fn render(s: &Stats) -> String {
     if s.fault_around.mode != "4KiB" && !s.fault_around.mode.is_empty() {
         let f = &s.fault_around;
         o.push_str(&format!(
-            "fault-around: {} (unit now {})   tier faults at 4KiB/64KiB/2MiB {}/{}/{}   pages brought back beside them {}   decisions {} (unit changed {})\n",
+            "fault-around: {} (unit now {})   tier faults at 4KiB/64KiB/2MiB {}/{}/{}   pages brought back beside them {}   decisions {} (unit changed {}, 64KiB windows cut by a scan {})\n",
             f.mode,
             format_bytes(f.unit_bytes),
             f.faults_by_unit[0],
@@ -396,7 +396,8 @@ pub fn render(s: &Stats) -> String {
             f.faults_by_unit[2],
             f.pages_around,
             f.decisions,
-            f.switches
+            f.switches,
+            f.scan_restarts
         ));
     }
     if !s.policy_counters.is_empty() {

@@ -100,8 +100,9 @@ fn a_sequential_scan_pays_fewer_faults_and_every_mode_gives_the_same_bytes() {
         "the dynamic choice saw the scan and chose 2 MiB: {dynamic}"
     );
     assert!(
-        fdyn * 5 < f4k,
-        "dynamic: {fdyn} tier faults vs {f4k} at 4 KiB (a scan: expected at least 5x fewer)"
+        fdyn * 8 < f4k,
+        "dynamic: {fdyn} tier faults vs {f4k} at 4 KiB (a scan: expected at least 8x fewer; measured 11x with pyenv's python 3.11.7, 21x with Debian's 3.11.2): {}",
+        faults[3].2["fault_around"]
     );
 }
 

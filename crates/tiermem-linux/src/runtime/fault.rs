@@ -222,8 +222,14 @@ impl Runtime {
             }
             PageState::Compressed { tier, .. } => {
                 let tier = tier as usize;
-                let unit =
-                    fit_unit(st.granularity.unit_for_fault(i), st.limit_pages()).min(EVICT_SLOTS);
+                let pages = &st.pages;
+                let in_tier = |p: u32| {
+                    pages
+                        .get(p as usize)
+                        .is_some_and(|x| matches!(x.state, PageState::Compressed { .. }))
+                };
+                let unit = st.granularity.unit_for_fault(i, in_tier);
+                let unit = fit_unit(unit, st.limit_pages()).min(EVICT_SLOTS);
                 let brought = if unit > 1 {
                     self.fault_around(st, i, unit, fa)
                 } else {
