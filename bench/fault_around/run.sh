@@ -55,7 +55,8 @@ s = json.load(open(sys.argv[1]))
 fa = s["fault_around"]
 faults = sum(t["faults"] for t in s["tiers"])
 byu = "/".join(str(x) for x in fa["faults_by_unit"])
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {faults} | {byu} | {fa['pages_around']} | {float(sys.argv[7]) - float(sys.argv[6]):.2f} | {s['cpu_s']:.2f} | {sys.argv[5]} |")
+peak = s["max_resident_bytes"] / 2**20
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {faults} | {byu} | {fa['pages_around']} | {float(sys.argv[7]) - float(sys.argv[6]):.2f} | {s['cpu_s']:.2f} | {peak:.0f} | {sys.argv[5]} |")
 PYEOF
 )")
         echo "${ROWS[-1]}"
@@ -83,7 +84,8 @@ fa = s["fault_around"]
 faults = sum(t["faults"] for t in s["tiers"])
 byu = "/".join(str(x) for x in fa["faults_by_unit"])
 same = "yes" if kv["bad"] == 0 and kv["misses"] == 0 else "NO"
-print(f"| redis | {sys.argv[3]} | {sys.argv[4]} | {faults} | {byu} | {fa['pages_around']} | {kv['ops_per_s']:.0f} ops/s, p99 {kv['p99_us']:.0f} µs | {s['cpu_s']:.2f} | {same} |")
+peak = s["max_resident_bytes"] / 2**20
+print(f"| redis | {sys.argv[3]} | {sys.argv[4]} | {faults} | {byu} | {fa['pages_around']} | {kv['ops_per_s']:.0f} ops/s, p99 {kv['p99_us']:.0f} µs | {s['cpu_s']:.2f} | {peak:.0f} | {same} |")
 PYEOF
 )")
         echo "${ROWS[-1]}"
@@ -102,10 +104,11 @@ bench_redis 50% "4KiB 64KiB dynamic"
     echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end. One run per row, side by side;"
     echo "\"same\" compares the output with a plain run (redis: every value read back verified)."
     echo "Tier faults by unit: 4KiB/64KiB/2MiB. Redis's row gives the timed phase's throughput and p99"
-    echo "latency in place of a wall time (${KEYS} values of 4 KiB, ${KV_S} s, GETs:SETs 10:1)."
+    echo "latency in place of a wall time (${KEYS} values of 4 KiB, ${KV_S} s, GETs:SETs 10:1). Peak DRAM:"
+    echo "the most managed memory resident at once (\`max_resident_bytes\`; the budget follows the footprint)."
     echo
-    echo "| program | fault-around | budget | tier faults | by unit | pages brought beside | wall s | tiermem CPU s | same output |"
-    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "| program | fault-around | budget | tier faults | by unit | pages brought beside | wall s | tiermem CPU s | peak DRAM MiB | same output |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${ROWS[@]}"
 } >bench/fault_around/results.md
 cat bench/fault_around/results.md

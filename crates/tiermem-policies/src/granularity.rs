@@ -9,7 +9,8 @@
 //! Granularity            K4 | K64 | M2: 4 KiB, 64 KiB, 2 MiB of virtually contiguous memory,
 //!                        naturally aligned; .bytes(), .pages(page_bytes), .region_of(page)
 //! Thresholds             the eight thresholds of §4 (defaults: 480, 10, 3, 3 high; the same
-//!                        low), .validate(path)
+//!                        low) and their `density` reading (Density::Count, the paper's, or
+//!                        Share of the pages counted per region), .validate(path)
 //! RegionTally            one scan: push(page, accessed) for every page the path counts
 //!                        (move-in: slow-resident pages; move-out: fast-resident ones), in
 //!                        increasing page order, gaps allowed; finish() -> RegionCounts
@@ -159,6 +160,27 @@ pub struct Thresholds {
     /// Move-out: see `thr_low_num_reg_2mb`. §4: 3.
     #[serde(default = "d_3")]
     pub thr_low_num_reg_64kb: u32,
+    /// What the page thresholds are compared with ([`Density`]).
+    #[serde(default)]
+    pub density: Density,
+}
+
+/// How a region's accessed count meets the page thresholds. The paper's regions are wholly
+/// in the tier a scan reads (it "ignores the access bit information of any pages mapped to
+/// the fast memory", §4), and its thresholds are counts out of 512 and 16 pages. A region
+/// partly in the other tier has fewer pages the scan counts: read as counts, a 2 MiB region
+/// with 439 slow pages, every one accessed, is never dense on move-in, and a fast region of
+/// 100 pages, every one accessed, is sparse on move-out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Density {
+    /// Counts, as printed: dense above `thr_high` accessed pages, sparse below `thr_low`.
+    #[default]
+    Count,
+    /// Shares of the pages the scan counted in the region: dense when more than
+    /// `thr_high / region pages` of them were accessed, sparse below `thr_low / region
+    /// pages`; the same as `Count` for a region wholly in the scanned tier.
+    Share,
 }
 
 fn d_480() -> u32 {
@@ -182,6 +204,7 @@ impl Default for Thresholds {
             thr_low_64kb: 10,
             thr_low_num_reg_2mb: 3,
             thr_low_num_reg_64kb: 3,
+            density: Density::Count,
         }
     }
 }
@@ -291,7 +314,7 @@ impl RegionTally {
             }
             cur => {
                 if let Some((_, n, acc)) = cur.take() {
-                    Self::close(&mut self.counts, false, n, acc, &self.th);
+                    Self::close(&mut self.counts, self.pages_64k, false, n, acc, &self.th);
                 }
                 *cur = Some((r64, 1, a));
             }
@@ -304,7 +327,7 @@ impl RegionTally {
             }
             cur => {
                 if let Some((_, n, acc)) = cur.take() {
-                    Self::close(&mut self.counts, true, n, acc, &self.th);
+                    Self::close(&mut self.counts, self.pages_2m, true, n, acc, &self.th);
                 }
                 *cur = Some((r2, 1, a));
             }
@@ -313,28 +336,49 @@ impl RegionTally {
         self.counts.accessed += a;
     }
 
-    fn close(c: &mut RegionCounts, is_2m: bool, pages: u32, accessed: u32, th: &Thresholds) {
+    fn close(
+        c: &mut RegionCounts,
+        region_pages: u32,
+        is_2m: bool,
+        pages: u32,
+        accessed: u32,
+        th: &Thresholds,
+    ) {
         if pages == 0 {
             return;
         }
+        let (high, low) = if is_2m {
+            (th.thr_high_2mb, th.thr_low_2mb)
+        } else {
+            (th.thr_high_64kb, th.thr_low_64kb)
+        };
+        // accessed / region_pages against thr / region_pages (Count) or thr / pages (Share),
+        // in integers: accessed * pages_of_the_reading against thr * region_pages.
+        let of = match th.density {
+            Density::Count => region_pages as u64,
+            Density::Share => pages as u64,
+        };
+        let scaled = accessed as u64 * region_pages as u64;
+        let dense = scaled > high as u64 * of;
+        let sparse = accessed >= 1 && scaled < low as u64 * of;
         if is_2m {
             c.regions_2m += 1;
-            c.dense_2m += (accessed > th.thr_high_2mb) as u32;
-            c.sparse_2m += (accessed >= 1 && accessed < th.thr_low_2mb) as u32;
+            c.dense_2m += dense as u32;
+            c.sparse_2m += sparse as u32;
         } else {
             c.regions_64k += 1;
-            c.dense_64k += (accessed > th.thr_high_64kb) as u32;
-            c.sparse_64k += (accessed >= 1 && accessed < th.thr_low_64kb) as u32;
+            c.dense_64k += dense as u32;
+            c.sparse_64k += sparse as u32;
         }
     }
 
     /// The counts of the scan (the last regions closed).
     pub fn finish(mut self) -> RegionCounts {
         if let Some((_, n, acc)) = self.cur_64k.take() {
-            Self::close(&mut self.counts, false, n, acc, &self.th);
+            Self::close(&mut self.counts, self.pages_64k, false, n, acc, &self.th);
         }
         if let Some((_, n, acc)) = self.cur_2m.take() {
-            Self::close(&mut self.counts, true, n, acc, &self.th);
+            Self::close(&mut self.counts, self.pages_2m, true, n, acc, &self.th);
         }
         self.counts
     }
@@ -526,6 +570,43 @@ mod tests {
         assert_eq!(c.pages, 100);
         // 16 pages per 64 KiB region, every 5th: 3 or 4 per region, none dense.
         assert_eq!(c.dense_64k, 0);
+    }
+
+    #[test]
+    fn share_density_judges_a_region_on_the_pages_the_scan_counts() {
+        // 8 regions of which every 7th page is in the other tier (not pushed), every
+        // counted page accessed: 439 of 439 (2 MiB), 13-14 of 13-14 (64 KiB).
+        let bits = || {
+            (0..8 * 512u32)
+                .filter(|p| !p.is_multiple_of(7))
+                .map(|p| (p, true))
+        };
+        let count = tally(bits(), &Thresholds::default(), PAGE);
+        assert_eq!(count.dense_2m, 0, "439 accessed is not more than 480");
+        let share_th = Thresholds {
+            density: Density::Share,
+            ..Thresholds::default()
+        };
+        let share = tally(bits(), &share_th, PAGE);
+        assert_eq!((share.dense_2m, share.dense_64k), (8, 256));
+        assert_eq!(
+            choose_move_in(&share, &share_th, Granularity::K4),
+            Granularity::M2
+        );
+        // Move-out: a region with 100 fast pages, all accessed, is sparse as a count and
+        // not as a share; 50 of them accessed is sparse either way.
+        let fast = |acc: u32| (0..100u32).map(move |p| (p, p < acc));
+        assert_eq!(tally(fast(100), &Thresholds::default(), PAGE).sparse_2m, 1);
+        assert_eq!(tally(fast(100), &share_th, PAGE).sparse_2m, 0);
+        assert_eq!(tally(fast(50), &share_th, PAGE).sparse_2m, 1);
+        // A whole region: the two readings agree at the thresholds.
+        for acc in [479, 480, 481] {
+            let whole = |th: &Thresholds| tally((0..512u32).map(|p| (p, p < acc)), th, PAGE);
+            assert_eq!(whole(&Thresholds::default()), whole(&share_th), "{acc}");
+        }
+        let t: Thresholds = toml::from_str("density = \"share\"").unwrap();
+        assert_eq!(t.density, Density::Share);
+        assert!(toml::from_str::<Thresholds>("density = \"ratio\"").is_err());
     }
 
     #[test]

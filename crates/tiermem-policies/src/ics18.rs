@@ -74,7 +74,9 @@
 //! Two tiers: tier 0 is the fast tier, every other tier is "slow" (promotion source), and
 //! demotions go to tier 1.
 
-use crate::granularity::{choose_move_in, choose_move_out, Granularity, RegionTally, Thresholds};
+use crate::granularity::{
+    choose_move_in, choose_move_out, Density, Granularity, RegionTally, Thresholds,
+};
 use crate::heat::{FAST, SLOW};
 use crate::registry::{PolicyEntry, PolicyParams};
 use crate::BuildContext;
@@ -119,6 +121,10 @@ pub struct Ics18Config {
     pub thr_low_num_reg_2mb: u32,
     #[serde(default = "d_3")]
     pub thr_low_num_reg_64kb: u32,
+    /// "count" (the paper's thresholds as counts of 512 / 16 pages) or "share" (as shares
+    /// of the pages of the region in the scanned tier): see `granularity::Density`.
+    #[serde(default)]
+    pub density: Density,
 }
 
 fn d_scheme() -> String {
@@ -188,6 +194,7 @@ impl Default for Ics18Config {
             thr_low_64kb: t.thr_low_64kb,
             thr_low_num_reg_2mb: t.thr_low_num_reg_2mb,
             thr_low_num_reg_64kb: t.thr_low_num_reg_64kb,
+            density: t.density,
         }
     }
 }
@@ -203,6 +210,7 @@ impl Ics18Config {
             thr_low_64kb: self.thr_low_64kb,
             thr_low_num_reg_2mb: self.thr_low_num_reg_2mb,
             thr_low_num_reg_64kb: self.thr_low_num_reg_64kb,
+            density: self.density,
         }
     }
 }

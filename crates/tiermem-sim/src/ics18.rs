@@ -136,6 +136,12 @@ pub fn config(
     let mut policy = toml::map::Map::new();
     let fast = match scheme {
         Some(s) => {
+            // The testbed's [policy] settings (thresholds, density) hold for every scheme.
+            if let Ok(base) = BASE.parse::<toml::Table>() {
+                if let Some(toml::Value::Table(t)) = base.get("policy") {
+                    policy.extend(t.clone());
+                }
+            }
             policy.insert("policy".into(), "ics18".into());
             policy.insert("scheme".into(), s.into());
             format!("{}MiB", setting.fast_mib)

@@ -26,7 +26,9 @@
 
 use crate::sys::PAGE;
 use serde::{Deserialize, Serialize};
-use tiermem_policies::granularity::{self as ics18, choose_move_in, RegionCounts, Thresholds};
+use tiermem_policies::granularity::{
+    self as ics18, choose_move_in, Density, RegionCounts, RegionTally, Thresholds,
+};
 
 /// Pages of a 64 KiB and a 2 MiB unit.
 pub const PAGES_64K: usize = 16;
@@ -81,20 +83,24 @@ pub const NEAR_FAULTS: usize = 4;
 /// * The paper's regions are wholly in slow memory (it scans slow pages and "ignores fast
 ///   pages", §4); here a region may hold pages already in DRAM, which a fault never names
 ///   and a move never carries. So the thresholds are shares of the region's slow pages
-///   (those in a tier now or faulted in by this probe): a 2 MiB region is dense when more
+///   (those in a tier now or faulted in by this probe; `Density::Share`, the option the
+///   simulator has too): a 2 MiB region is dense when more
 ///   than 480/512 of its slow pages were accessed, a 64 KiB one above 10/16. Measured on
 ///   bench/fault_around's scan: after a strided update (every 7th page back in DRAM) each
 ///   2 MiB region has 439 slow pages, all scanned, and the absolute rule (> 480) chose
 ///   64 KiB for every later pass.
 pub fn choose_unit(faults: &[u32], in_tier: impl Fn(u32) -> bool) -> usize {
-    let th = Thresholds::default();
+    let th = Thresholds {
+        density: Density::Share,
+        ..Thresholds::default()
+    };
     let mut faulted = faults.to_vec();
     faulted.sort_unstable();
     faulted.dedup();
-    // Dense `unit`-page regions: accessed pages (a near fault on another page of the same
-    // region, once each) over the region's slow pages, above `thr` / `unit`.
-    let dense = |unit: u32, thr: u32| -> u32 {
-        let mut pages: Vec<u32> = (0..faults.len())
+    // One tally per region size, of the slow pages of every region holding an accessed
+    // page (a near fault on another page of the same region, once each).
+    let counts = |unit: u32, thr: u32| -> RegionCounts {
+        let mut accessed: Vec<u32> = (0..faults.len())
             .filter(|&k| {
                 let p = faults[k];
                 faults[k.saturating_sub(NEAR_FAULTS)..k]
@@ -103,33 +109,32 @@ pub fn choose_unit(faults: &[u32], in_tier: impl Fn(u32) -> bool) -> usize {
             })
             .map(|k| faults[k])
             .collect();
-        pages.sort_unstable();
-        pages.dedup();
-        let mut n = 0;
-        for run in pages.chunk_by(|a, b| a / unit == b / unit) {
+        accessed.sort_unstable();
+        accessed.dedup();
+        let mut t = RegionTally::new(&th, PAGE as u64);
+        for run in accessed.chunk_by(|a, b| a / unit == b / unit) {
             let start = run[0] / unit * unit;
             // The region's faulted pages are slow pages: when they alone outnumber what
-            // its accessed pages could be dense over, skip reading the region's pages (a
-            // probe of random faults touches every region, each sparsely).
+            // its accessed pages could be dense over, it is not dense, and reading its
+            // pages is skipped (a probe of random faults touches every region sparsely).
             let faulted_here = faulted.partition_point(|&p| p < start + unit)
                 - faulted.partition_point(|&p| p < start);
             if run.len() as u64 * unit as u64 <= thr as u64 * faulted_here as u64 {
                 continue;
             }
-            let slow = (start..start + unit)
-                .filter(|&p| in_tier(p) || faulted.binary_search(&p).is_ok())
-                .count() as u64;
-            if run.len() as u64 * unit as u64 > thr as u64 * slow {
-                n += 1;
+            for p in start..start + unit {
+                if in_tier(p) || faulted.binary_search(&p).is_ok() {
+                    t.push(p, run.binary_search(&p).is_ok());
+                }
             }
         }
-        n
+        t.finish()
     };
     // Nearness is judged per region size: a scan's first pages of each 64 KiB chunk have
     // their near faults in the chunk before, yet are part of the same 2 MiB run.
     let counts = RegionCounts {
-        dense_2m: dense(PAGES_2M as u32, th.thr_high_2mb),
-        dense_64k: dense(PAGES_64K as u32, th.thr_high_64kb),
+        dense_2m: counts(PAGES_2M as u32, th.thr_high_2mb).dense_2m,
+        dense_64k: counts(PAGES_64K as u32, th.thr_high_64kb).dense_64k,
         ..RegionCounts::default()
     };
     choose_move_in(&counts, &th, ics18::Granularity::K4).pages(PAGE as u64) as usize
