@@ -259,6 +259,7 @@ thr_low_2mb = 480                     # §4: a touched 2 MiB region is sparse be
 thr_low_64kb = 10                     # §4: a touched 64 KiB region is sparse below 10
 thr_low_num_reg_2mb = 3               # §4 ("thr1_downgrade_2MB" in the text): > 3 sparse 2 MiB ...
 thr_low_num_reg_64kb = 3              # ... and > 3 sparse 64 KiB regions in a move-out scan -> 4 KiB
+density = "count"                     # thresholds as counts of 512 / 16 pages (§4), or "share" of a region's pages in the scanned tier
 "#,
 );
 
