@@ -10,8 +10,9 @@
 //! **probe** of 4 096 tier faults at 4 KiB (each names one accessed slow page), applies
 //! the paper's rule to them (counting only faults close in time to another fault on the
 //! same region, against the region's slow pages: `choose_unit`), and serves the faults of
-//! the following **window** at the chosen unit. A probe ends early once 2 MiB is certain. Windows are counted in pages brought back (16x the probe, doubling while
-//! the choice stays the same, up to 128x), so the probe's cost shrinks for a program whose
+//! the following **window** at the chosen unit. A probe ends early once 2 MiB is
+//! certain. Windows are counted in pages brought back (16x the probe, doubling while the
+//! choice stays the same, up to 128x), so the probe's cost shrinks for a program whose
 //! locality does not change, and a change of phase is seen within one window. A choice of
 //! 4 KiB has no window: its faults are probe faults already, so the next probe starts at
 //! once and a short sparse phase does not hold 4 KiB over the dense phase after it.
@@ -68,6 +69,14 @@ impl FaultAround {
 /// Faults this close in fault order count as accessed together (see `choose_unit`).
 pub const NEAR_FAULTS: usize = 4;
 
+/// Whether page `p` has a near fault: one of the faults `before` it (the last
+/// `NEAR_FAULTS`) was on another page of the same `unit`-page region.
+fn has_near_fault(before: &[u32], p: u32, unit: u32) -> bool {
+    before[before.len().saturating_sub(NEAR_FAULTS)..]
+        .iter()
+        .any(|&q| q != p && q / unit == p / unit)
+}
+
 /// The paper's move-in rule (`tiermem_policies::granularity`, the simulator's too) over
 /// the faulted pages of a probe, in fault order: the unit, in pages. `in_tier(page)` says
 /// whether a page is in a compressed tier now.
@@ -99,14 +108,9 @@ pub fn choose_unit(faults: &[u32], in_tier: impl Fn(u32) -> bool) -> usize {
     faulted.dedup();
     // One tally per region size, of the slow pages of every region holding an accessed
     // page (a near fault on another page of the same region, once each).
-    let counts = |unit: u32, thr: u32| -> RegionCounts {
+    let tally_of = |unit: u32, thr: u32| -> RegionCounts {
         let mut accessed: Vec<u32> = (0..faults.len())
-            .filter(|&k| {
-                let p = faults[k];
-                faults[k.saturating_sub(NEAR_FAULTS)..k]
-                    .iter()
-                    .any(|&q| q != p && q / unit == p / unit)
-            })
+            .filter(|&k| has_near_fault(&faults[..k], faults[k], unit))
             .map(|k| faults[k])
             .collect();
         accessed.sort_unstable();
@@ -133,8 +137,8 @@ pub fn choose_unit(faults: &[u32], in_tier: impl Fn(u32) -> bool) -> usize {
     // Nearness is judged per region size: a scan's first pages of each 64 KiB chunk have
     // their near faults in the chunk before, yet are part of the same 2 MiB run.
     let counts = RegionCounts {
-        dense_2m: counts(PAGES_2M as u32, th.thr_high_2mb).dense_2m,
-        dense_64k: counts(PAGES_64K as u32, th.thr_high_64kb).dense_64k,
+        dense_2m: tally_of(PAGES_2M as u32, th.thr_high_2mb).dense_2m,
+        dense_64k: tally_of(PAGES_64K as u32, th.thr_high_64kb).dense_64k,
         ..RegionCounts::default()
     };
     choose_move_in(&counts, &th, ics18::Granularity::K4).pages(PAGE as u64) as usize
@@ -234,11 +238,7 @@ impl Granularity {
             return self.unit;
         }
         let p = page as u32;
-        let recent = &self.probe[self.probe.len().saturating_sub(NEAR_FAULTS)..];
-        if recent
-            .iter()
-            .any(|&q| q != p && q / PAGES_2M as u32 == p / PAGES_2M as u32)
-        {
+        if has_near_fault(&self.probe, p, PAGES_2M as u32) {
             self.probe_near_2m += 1;
         }
         self.probe.push(p);
@@ -295,7 +295,7 @@ impl Granularity {
         if self.window_recent.len() < SCAN_CHECK_FAULTS || self.cuts_useless {
             return;
         }
-        let r = std::mem::take(&mut self.window_recent);
+        let r = &self.window_recent;
         let region = |p: u32| p / PAGES_2M as u32;
         let near = (1..r.len())
             .filter(|&k| {
@@ -313,7 +313,6 @@ impl Granularity {
             self.cut_probe = true;
             self.stats.scan_restarts += 1;
         }
-        self.window_recent = r;
         self.window_recent.clear();
     }
 
