@@ -234,7 +234,7 @@ def systems_of(values: Sequence[Any], summary: Mapping[str, Any] | None = None) 
     the synthesized best case last. Never a fixed list: a new policy plots as it is."""
     seen = list(dict.fromkeys(values))
     listed = summary.get("systems") if summary else None
-    head = [v for v in listed if v in seen] if isinstance(listed, list) else []
+    head = [v for v in listed if v in seen and v != BEST_CASE] if isinstance(listed, list) else []
     rest = [v for v in seen if v not in head and v != BEST_CASE]
     return head + rest + ([BEST_CASE] if BEST_CASE in seen else [])
 
@@ -456,10 +456,11 @@ def plot_colloid_fig1(directory: Path) -> list[Path]:
     return written
 
 
-@kind("colloid-fig5")
-def plot_colloid_fig5(directory: Path) -> list[Path]:
-    """Colloid Fig. 5: each system with and without Colloid, plus best case, per contention."""
-    rows = read_summary_rows(directory, ["system", "contention", "throughput", "colloid"])
+def _colloid_variants(directory: Path, value: str) -> tuple[pd.DataFrame, list[str], Callable[[str], str], dict[str, Any]]:
+    """Rows of a Colloid Fig. 5/6 summary as variants (``system`` or ``system+colloid``, and
+    the best case), their order, labels and colours: one hue per system, light without
+    Colloid, dark with it, the best case grey."""
+    rows = read_summary_rows(directory, ["system", "contention", "colloid", value])
     summary = _read_summary_or_empty(directory)
     system_label = system_labeler(summary)
     flags = rows["colloid"].astype(bool)
@@ -474,10 +475,16 @@ def plot_colloid_fig5(directory: Path) -> list[Path]:
         base, _, extra = v.partition("+")
         return system_label(base) + (" + Colloid" if extra else "")
 
-    # One hue per system: light without Colloid, dark with it; best case grey.
     paired = matplotlib.colormaps["tab20"].colors
-    colors = {v: paired[(2 * (i // 2) + (1 - i % 2)) % len(paired)] for i, v in enumerate(order[:-1])}
+    colors: dict[str, Any] = {v: paired[(2 * (i // 2) + (1 - i % 2)) % len(paired)] for i, v in enumerate(order[:-1])}
     colors[BEST_CASE] = "0.45"
+    return data, order, label, colors
+
+
+@kind("colloid-fig5")
+def plot_colloid_fig5(directory: Path) -> list[Path]:
+    """Colloid Fig. 5: each system with and without Colloid, plus best case, per contention."""
+    data, order, label, colors = _colloid_variants(directory, "throughput")
     fig, axes = new_figure(size=(10.0, 4.5))
     grouped_bars(axes[0, 0], data, "contention", "variant", "throughput", series_order=order, series_label=label,
                  colors=colors,
@@ -485,6 +492,66 @@ def plot_colloid_fig5(directory: Path) -> list[Path]:
                  xlabel="memory interconnect contention")
     axes[0, 0].set_title("With and without Colloid (Colloid Fig. 5)")
     return [save(fig, directory / "fig5_throughput.png")]
+
+
+@kind("colloid-fig6")
+def plot_colloid_fig6(directory: Path) -> list[Path]:
+    """Colloid Fig. 6: (a) the share of the hot set each system places in the default tier,
+    with and without Colloid, and the best case's; (b) each tier's loaded latency with
+    Colloid (compare Fig. 2a, without)."""
+    data, order, label, colors = _colloid_variants(directory, "hot_set_default_share")
+    fig, axes = new_figure(size=(10.0, 4.5))
+    grouped_bars(axes[0, 0], data.dropna(subset=["hot_set_default_share"]), "contention", "variant",
+                 "hot_set_default_share", series_order=order, series_label=label, colors=colors,
+                 group_label=_contention_label, scale=100.0, ylabel="hot set in the default tier (%)",
+                 xlabel="memory interconnect contention")
+    axes[0, 0].set_title("Hot-set placement (Colloid Fig. 6a)")
+    written = [save(fig, directory / "fig6a_hot_set.png")]
+    summary = _read_summary_or_empty(directory)
+    rows = read_summary_rows(directory, ["system", "contention", "colloid"])
+    lat_cols = tier_latency_columns(rows, summary)
+    with_colloid = rows[rows["colloid"].astype(bool) | (rows["system"] == BEST_CASE)]
+    systems = systems_of(list(with_colloid["system"]), summary)
+    if lat_cols and systems:
+        system_label = system_labeler(summary)
+        fig, axes = new_figure(1, len(systems), size=(3.5 * len(systems), 4.0), sharey=True)
+        long = with_colloid.melt(id_vars=["system", "contention"], value_vars=list(lat_cols), var_name="tier",
+                                 value_name="latency_ns")
+        for ax, system in zip(axes[0], systems, strict=False):
+            grouped_bars(ax, long[long["system"] == system], "contention", "tier", "latency_ns",
+                         series_order=list(lat_cols), series_label=lat_cols.get, group_label=_contention_label,
+                         xlabel="contention", legend=ax is axes[0, 0])
+            ax.set_title(system_label(system) + ("" if system == BEST_CASE else " + Colloid"))
+        axes[0, 0].set_ylabel("average access latency (ns)")
+        fig.suptitle("Per-tier loaded latency with Colloid (Colloid Fig. 6b)")
+        written.append(save(fig, directory / "fig6b_latency.png"))
+    return written
+
+
+@kind("colloid-3tier")
+def plot_colloid_3tier(directory: Path) -> list[Path]:
+    """Three tiers: throughput of each system with and without Colloid against the oracle,
+    and the share of the accesses each tier serves (one panel per tier)."""
+    data, order, label, colors = _colloid_variants(directory, "throughput")
+    fig, axes = new_figure(size=(10.0, 4.5))
+    grouped_bars(axes[0, 0], data, "contention", "variant", "throughput", series_order=order, series_label=label,
+                 colors=colors, group_label=_contention_label, scale=1e-6, ylabel="throughput (Mops/s)",
+                 xlabel="memory interconnect contention")
+    axes[0, 0].set_title("Three tiers: with and without Colloid, and the oracle")
+    written = [save(fig, directory / "3tier_throughput.png")]
+    names = _tier_names(directory)
+    tiers = sorted(int(c[4:-6]) for c in data.columns if re.fullmatch(r"tier\d+_share", str(c)))
+    if tiers:
+        fig, axes = new_figure(1, len(tiers), size=(4.5 * len(tiers), 4.0), sharey=True)
+        for ax, i in zip(axes[0], tiers, strict=False):
+            grouped_bars(ax, data.dropna(subset=[f"tier{i}_share"]), "contention", "variant", f"tier{i}_share",
+                         series_order=order, series_label=label, colors=colors, group_label=_contention_label,
+                         scale=100.0, xlabel="contention", legend=ax is axes[0, -1])
+            ax.set_title(f"tier {i} ({names[i]})" if i in names else f"tier {i}")
+        axes[0, 0].set_ylabel("share of the accesses (%)")
+        fig.suptitle("Where the accesses go on three tiers")
+        written.append(save(fig, directory / "3tier_shares.png"))
+    return written
 
 
 def _gain_heatmaps(directory: Path, ycol: str, ylabel: str, out: str, title: str,
@@ -535,16 +602,17 @@ def plot_colloid_fig8(directory: Path) -> list[Path]:
                           "Colloid gain vs object size (Colloid Fig. 8)", y_label=_size_label)
 
 
-@kind("colloid-fig9")
-def plot_colloid_fig9(directory: Path) -> list[Path]:
-    """Colloid Fig. 9: throughput and migration rate over time, with and without Colloid,
-    one row per scenario and one column per system, from ``DIR/fig9_timeseries.csv`` (a dotted
-    line marks the change: a row's ``change_at_s`` from summary.json, else the top-level one)."""
-    csv = directory / "fig9_timeseries.csv"
+def _scenario_timeseries(directory: Path, csv_name: str,
+                         panels: Sequence[tuple[str, str, str, float]]) -> list[Path]:
+    """Colloid §5.3's per-second series from ``DIR/<csv_name>``: for each (column, file,
+    y label, scale) one figure, a row per scenario and a column per system, with and without
+    Colloid (a dotted line marks the change: a row's ``change_at_s`` from summary.json, else
+    the top-level one)."""
+    csv = directory / csv_name
     if not csv.is_file():
-        raise FileNotFoundError(f"{csv}: no fig9_timeseries.csv")
+        raise FileNotFoundError(f"{csv}: no {csv_name}")
     ts = pd.read_csv(csv)
-    need = ["scenario", "system", "colloid", "t_s", "throughput_ops_per_s"]
+    need = ["scenario", "system", "colloid", "t_s"]
     missing = [c for c in need if c not in ts.columns]
     if missing:
         raise ValueError(f"{csv}: lacks {', '.join(missing)}")
@@ -561,10 +629,7 @@ def plot_colloid_fig9(directory: Path) -> list[Path]:
     systems = systems_of(list(ts["system"]), summary)
     label = system_labeler(summary)
     written = []
-    for col, out, ylabel, scale in (
-        ("throughput_ops_per_s", "fig9_throughput.png", "throughput (Mops/s)", 1e-6),
-        ("migrated_bytes_per_s", "fig9_migration.png", "migration (MB/s)", 1e-6),
-    ):
+    for col, out, ylabel, scale in panels:
         if col not in ts.columns:
             continue
         fig, axes = new_figure(len(scenarios), len(systems), size=(3.5 * len(systems), 2.6 * len(scenarios)),
@@ -591,6 +656,25 @@ def plot_colloid_fig9(directory: Path) -> list[Path]:
                     ax.legend(fontsize="x-small")
         written.append(save(fig, directory / out))
     return written
+
+
+@kind("colloid-fig9")
+def plot_colloid_fig9(directory: Path) -> list[Path]:
+    """Colloid Fig. 9: throughput and migration rate over time, with and without Colloid,
+    one row per scenario and one column per system, from ``DIR/fig9_timeseries.csv``."""
+    return _scenario_timeseries(directory, "fig9_timeseries.csv", (
+        ("throughput_ops_per_s", "fig9_throughput.png", "throughput (Mops/s)", 1e-6),
+        ("migrated_bytes_per_s", "fig9_migration.png", "migration (MB/s)", 1e-6),
+    ))
+
+
+@kind("colloid-fig10")
+def plot_colloid_fig10(directory: Path) -> list[Path]:
+    """Colloid Fig. 10: HeMem's migration rate over time with and without Colloid when the
+    hot set moves, from ``DIR/fig10_migration_rate.csv``."""
+    return _scenario_timeseries(directory, "fig10_migration_rate.csv", (
+        ("migrated_bytes_per_s", "fig10_migration.png", "migration (GB/s)", 1e-9),
+    ))
 
 
 def _mercury_timelines(directory: Path, prefix: str) -> list[Path]:

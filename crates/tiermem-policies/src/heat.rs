@@ -55,7 +55,9 @@ pub trait HeatModel: Send {
         v.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         v.into_iter().map(|(_, p)| p).collect()
     }
-    /// Up to `n` pages of `tier` in the order the system would evict them (coldest first).
+    /// Up to `n` pages exactly in `tier` (not every tier below the default one, as the
+    /// two-tier systems' own lists read tier 1) in the order the system would evict them
+    /// (coldest first).
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx>;
     /// Whether a Colloid layer may pick only pages the system calls hot (MEMTIS+Colloid
     /// scans the hot lists, Colloid §4.2) rather than any page of a frequency bin (§4.1).

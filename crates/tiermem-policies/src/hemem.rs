@@ -399,9 +399,15 @@ impl HeatModel for Hemem {
     }
     /// The cold list first (FIFO), then the hot list (FIFO).
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
-        let mut v = self.list(snap, tier, false);
+        // HeMem's lists are two-sided (every tier below DRAM is its alternate side); a layer
+        // asks for one tier's pages.
+        let exactly = |v: Vec<PageIdx>| {
+            v.into_iter()
+                .filter(|&p| snap.placement[p as usize] == tier)
+        };
+        let mut v: Vec<PageIdx> = exactly(self.list(snap, tier, false)).collect();
         if v.len() < n {
-            v.extend(self.list(snap, tier, true));
+            v.extend(exactly(self.list(snap, tier, true)));
         }
         v.truncate(n);
         v

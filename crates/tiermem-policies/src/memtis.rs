@@ -493,7 +493,8 @@ impl HeatModel for Memtis {
         self.bin(page) >= self.active_threshold as usize
     }
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
-        let mut v = self.coldest(snap, tier, |_| true);
+        // `coldest` reads tier 1 as every tier below the default one; a layer asks for one.
+        let mut v = self.coldest(snap, tier, |p| snap.placement[p as usize] == tier);
         v.truncate(n);
         v
     }

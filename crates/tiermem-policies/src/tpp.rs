@@ -565,7 +565,11 @@ impl HeatModel for Tpp {
             };
             (rate, self.last_seen_ns.get(i).copied().unwrap_or(NEVER), p)
         };
-        let mut v: Vec<(u32, u64, PageIdx)> = pages_in(snap, tier).map(key).collect();
+        // `pages_in` reads tier 1 as every tier below the default one; a layer asks for one.
+        let mut v: Vec<(u32, u64, PageIdx)> = pages_in(snap, tier)
+            .filter(|&p| snap.placement[p as usize] == tier)
+            .map(key)
+            .collect();
         if n < v.len() {
             v.select_nth_unstable(n);
             v.truncate(n);

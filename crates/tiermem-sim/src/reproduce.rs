@@ -16,9 +16,12 @@ use tiermem_core::{Backend, Error, Result};
 pub const EXPERIMENTS: &[&str] = &[
     "colloid-fig1",
     "colloid-fig5",
+    "colloid-fig6",
     "colloid-fig7",
     "colloid-fig8",
     "colloid-fig9",
+    "colloid-fig10",
+    "colloid-3tier",
     "mercury-fig13",
     "mercury-fig14",
     "mercury-fig16",
@@ -53,10 +56,13 @@ pub fn run_with_tiers(name: &str, out: &Path, quick: bool, tiers: Option<&Path>)
     }
     let summary = match name {
         "colloid-fig1" => colloid_fig1(quick)?,
-        "colloid-fig5" => colloid_fig5(quick)?,
+        "colloid-fig5" => colloid_grid(quick, "colloid-fig5")?,
+        "colloid-fig6" => colloid_grid(quick, "colloid-fig6")?,
         "colloid-fig7" => colloid_heatmap(quick, Axis::AltLatency)?,
         "colloid-fig8" => colloid_heatmap(quick, Axis::ObjectSize)?,
         "colloid-fig9" => colloid_fig9(quick, out)?,
+        "colloid-fig10" => colloid_fig10(quick, out)?,
+        "colloid-3tier" => colloid_three_tiers(quick)?,
         "mercury-fig13" => crate::reproduce_mercury::fig13(quick, out)?,
         "tierscape-fig8" => crate::reproduce_tierscape::fig8_with_tiers(quick, out, tiers)?,
         "mercury-fig14" => crate::reproduce_mercury::fig14(quick, out)?,
@@ -141,19 +147,23 @@ pub fn antagonist_at(level: u32) -> toml::Value {
 }
 
 /// The best static placement: an oracle over the machine model (issue "Colloid at full
-/// breadth"). For a stationary workload on two memory tiers, throughput depends on the
-/// placement only through the fraction `m` of accesses the default tier serves. Every `m`
-/// between two bounds is reachable: at most the hottest pages that fit the default tier
-/// (`m_max`), at least the coldest pages the alternate tier cannot hold (`m_min`; the default
-/// tier may be left partly or wholly empty). The oracle maximises throughput over that
-/// interval: a 400-point grid, then golden-section refinement around the best point (the
-/// throughput is unimodal in `m` under this model: more default-tier mass means less
-/// alternate-tier load and more default-tier load). Colloid §2.1's search (0, 10, ..., 100 %
-/// of the hot set in the default tier, the rest filled with cold pages) is a subset of it,
-/// so no policy should beat it beyond the solver's tolerance.
+/// breadth"). For a stationary workload on memory tiers, throughput depends on the placement
+/// only through the share of accesses each tier serves (its mass), and every mass vector in
+/// [`Reachable`] can be placed (any tier may be left partly or wholly empty). The oracle
+/// maximises throughput over that set ([`maximize_over`]). Colloid §2.1's search (0, 10, ...,
+/// 100 % of the hot set in the default tier, the rest filled with cold pages) is a subset of
+/// it, so no policy should beat it beyond the solver's tolerance.
 pub struct BestCase {
     /// The fraction of accesses the default tier serves in the best placement.
     pub default_mass: f64,
+    /// The share of the workload's hot set in the default tier, for a workload with one:
+    /// the placement that serves `default_mass` with the hottest pages (every placement with
+    /// the same mass has the same throughput in the model, so the oracle names the one that
+    /// moves no cold page into the default tier; Colloid §2.1 instead fills the rest of the
+    /// default tier with cold pages, which needs fewer hot pages there for the same mass).
+    pub hot_set_default_share: Option<f64>,
+    /// The share of the accesses each tier serves in the best placement.
+    pub mass: Vec<f64>,
     pub eq: Equilibrium,
 }
 
@@ -165,51 +175,186 @@ pub fn best_case(cfg: &SimConfig) -> Result<BestCase> {
         )
     })?;
     let specs = backend.tier_specs();
-    if specs.len() != 2
-        || specs
-            .iter()
-            .any(|t| matches!(t.kind, tiermem_core::TierKind::Compressed { .. }))
+    if specs
+        .iter()
+        .any(|t| matches!(t.kind, tiermem_core::TierKind::Compressed { .. }))
     {
-        return Err(Error::config(format!(
-            "best-case is solved for two memory tiers; this machine has {} tiers (machine.tiers)",
-            specs.len()
-        )));
+        return Err(Error::config(
+            "best-case is solved for memory tiers only; a compressed tier's cost is per fault, \
+             not per access (machine.tiers)",
+        ));
     }
-    let caps = backend.capacity_pages();
-    let mut sorted: Vec<f64> = probs.to_vec();
-    sorted.sort_by(|a, b| b.total_cmp(a));
-    let n = sorted.len();
-    let total: f64 = sorted.iter().sum();
-    let prefix = |k: usize| -> f64 { sorted[..k.min(n)].iter().sum::<f64>() / total };
-    let m_max = prefix(caps[0] as usize);
-    let must_default = n.saturating_sub(caps[1] as usize);
-    let m_min = 1.0 - prefix(n - must_default.min(n));
-    let ops = |m: f64| backend.solve_for_mass(&[m, 1.0 - m]).app_ops_per_s;
-    const GRID: usize = 400;
-    let at = |k: usize| m_min + (m_max - m_min) * k as f64 / GRID as f64;
-    let best_k = (0..=GRID)
-        .map(|k| (k, ops(at(k))))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map_or(0, |(k, _)| k);
-    // Golden-section search on the bracket around the best grid point.
-    let (mut lo, mut hi) = (at(best_k.saturating_sub(1)), at((best_k + 1).min(GRID)));
-    let g = (5f64.sqrt() - 1.0) / 2.0;
-    for _ in 0..60 {
-        let (a, b) = (hi - g * (hi - lo), lo + g * (hi - lo));
-        if ops(a) >= ops(b) {
-            hi = b;
+    let caps: Vec<f64> = backend.capacity_pages().iter().map(|&c| c as f64).collect();
+    let reach = Reachable::new(probs, &caps)?;
+    let ops = |m: &[f64]| backend.solve_for_mass(m).app_ops_per_s;
+    let m = maximize_over(&reach, &ops);
+    let total: f64 = probs.iter().sum();
+    let hot_set_default_share = backend.workload().hot_pages().map(|hot| {
+        let hot_mass: f64 = hot.iter().map(|&p| probs[p as usize]).sum::<f64>() / total;
+        if hot_mass > 0.0 {
+            (m[0] / hot_mass).min(1.0)
         } else {
-            lo = a;
+            0.0
+        }
+    });
+    Ok(BestCase {
+        default_mass: m[0],
+        hot_set_default_share,
+        eq: backend.solve_for_mass(&m),
+        mass: m,
+    })
+}
+
+/// The access masses a placement can give the tiers: a mass vector `m` (one share of the
+/// accesses per tier, summing to 1) is reachable, with pages split fractionally, exactly when
+/// every set of tiers `S` serves no more than the hottest `cap(S)` pages do:
+/// `m(S) <= P(cap(S))`, `P(k)` the mass of the `k` hottest pages (the base polytope of a
+/// polymatroid: `P` is concave, capacities add). With whole pages the reachable masses are
+/// a subset, so the oracle is an upper bound.
+struct Reachable {
+    /// Mass of the hottest `k` pages, `prefix[k]`, normalized to 1.
+    prefix: Vec<f64>,
+    caps: Vec<f64>,
+}
+
+impl Reachable {
+    fn new(probs: &[f64], caps: &[f64]) -> Result<Reachable> {
+        let mut sorted = probs.to_vec();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        let total: f64 = sorted.iter().sum();
+        if total.is_nan() || total <= 0.0 {
+            return Err(Error::config("best-case: the workload accesses no page"));
+        }
+        let mut prefix = Vec::with_capacity(sorted.len() + 1);
+        let mut acc = 0.0;
+        prefix.push(0.0);
+        for p in &sorted {
+            acc += p / total;
+            prefix.push(acc);
+        }
+        if caps.iter().sum::<f64>() < sorted.len() as f64 {
+            return Err(Error::config(format!(
+                "best-case: the tiers hold {} pages, the workload has {} (machine.tiers capacities)",
+                caps.iter().sum::<f64>(),
+                sorted.len()
+            )));
+        }
+        Ok(Reachable {
+            prefix,
+            caps: caps.to_vec(),
+        })
+    }
+
+    fn tiers(&self) -> usize {
+        self.caps.len()
+    }
+
+    /// `P(k)` for a fractional `k` (linear between pages).
+    fn prefix_mass(&self, k: f64) -> f64 {
+        let n = self.prefix.len() - 1;
+        if k >= n as f64 {
+            return 1.0;
+        }
+        let i = k.floor() as usize;
+        self.prefix[i] + (k - i as f64) * (self.prefix[i + 1] - self.prefix[i])
+    }
+
+    fn contains(&self, m: &[f64]) -> bool {
+        const EPS: f64 = 1e-12;
+        let n = self.tiers();
+        if m.iter().any(|&x| x < -EPS) || (m.iter().sum::<f64>() - 1.0).abs() > 1e-9 {
+            return false;
+        }
+        (1..(1u32 << n) - 1).all(|set| {
+            let (mut mass, mut cap) = (0.0, 0.0);
+            for i in (0..n).filter(|i| set & (1 << i) != 0) {
+                mass += m[i];
+                cap += self.caps[i];
+            }
+            mass <= self.prefix_mass(cap) + EPS
+        })
+    }
+
+    /// Always reachable: the tiers filled with the hottest pages in order.
+    fn hottest_first(&self) -> Vec<f64> {
+        let mut used = 0.0;
+        self.caps
+            .iter()
+            .map(|&c| {
+                let m = self.prefix_mass(used + c) - self.prefix_mass(used);
+                used += c;
+                m
+            })
+            .collect()
+    }
+}
+
+/// The reachable mass vector with the highest `ops`: a grid over the simplex (401 points on
+/// two tiers, about 5 000 on three), then a compass search from the best point that moves
+/// mass between each pair of tiers with halving steps down to 1e-10. Throughput is unimodal
+/// in the masses under this model (more mass on a tier loads it more), so the search finds
+/// the optimum; on two tiers it equals the golden-section search it replaced.
+fn maximize_over(reach: &Reachable, ops: &dyn Fn(&[f64]) -> f64) -> Vec<f64> {
+    let n = reach.tiers();
+    let grid: usize = match n {
+        1 => 1,
+        2 => 400,
+        3 => 100,
+        4 => 30,
+        _ => 12,
+    };
+    let mut best = reach.hottest_first();
+    let mut best_ops = ops(&best);
+    let mut point = vec![0usize; n];
+    // Every composition of `grid` into `n` parts.
+    fn visit(i: usize, left: usize, point: &mut Vec<usize>, f: &mut dyn FnMut(&[usize])) {
+        if i + 1 == point.len() {
+            point[i] = left;
+            f(point);
+            return;
+        }
+        for k in 0..=left {
+            point[i] = k;
+            visit(i + 1, left - k, point, f);
         }
     }
-    let mut m = (lo + hi) / 2.0;
-    if ops(at(best_k)) > ops(m) {
-        m = at(best_k);
+    visit(0, grid, &mut point, &mut |p: &[usize]| {
+        let m: Vec<f64> = p.iter().map(|&k| k as f64 / grid as f64).collect();
+        if reach.contains(&m) {
+            let v = ops(&m);
+            if v > best_ops {
+                best_ops = v;
+                best = m;
+            }
+        }
+    });
+    let mut step = 1.0 / grid as f64;
+    while step > 1e-10 {
+        let mut moved = false;
+        for from in 0..n {
+            for to in 0..n {
+                if from == to {
+                    continue;
+                }
+                let mut m = best.clone();
+                let d = step.min(m[from]);
+                m[from] -= d;
+                m[to] += d;
+                if d > 0.0 && reach.contains(&m) {
+                    let v = ops(&m);
+                    if v > best_ops {
+                        best_ops = v;
+                        best = m;
+                        moved = true;
+                    }
+                }
+            }
+        }
+        if !moved {
+            step /= 2.0;
+        }
     }
-    Ok(BestCase {
-        default_mass: m,
-        eq: backend.solve_for_mass(&[m, 1.0 - m]),
-    })
+    best
 }
 
 /// Run jobs on all cores (the machine here has 2), keeping result order.
@@ -235,6 +380,16 @@ pub fn parallel_map<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) 
 }
 
 pub const BASELINES: &[&str] = &["hemem", "tpp", "memtis"];
+
+/// The base systems a sweep runs: quick runs take the ones that converge fast; the full run
+/// adds TPP (minutes of simulated time to find a hot set, `duration_for`).
+fn systems_for(quick: bool) -> &'static [&'static str] {
+    if quick {
+        &["hemem", "memtis"]
+    } else {
+        BASELINES
+    }
+}
 
 /// Run durations (virtual seconds) long enough for each system to reach steady state.
 /// TPP scans 256 MB of the alternate tier per second (Linux defaults), so finding a 24 GB
@@ -333,6 +488,35 @@ fn colloid_on() -> toml::Value {
     toml::Value::Table(Default::default())
 }
 
+/// The share of the workload's hot set each tier holds at the end of a run; `None` for a
+/// workload without a hot set.
+pub fn hot_set_tier_shares(backend: &SimBackend) -> Option<Vec<f64>> {
+    let hot = backend.workload().hot_pages()?;
+    if hot.is_empty() {
+        return None;
+    }
+    let placement = backend.placement();
+    let mut count = vec![0usize; backend.tier_specs().len()];
+    for &p in &hot {
+        count[placement[p as usize].0 as usize] += 1;
+    }
+    Some(count.iter().map(|&c| c as f64 / hot.len() as f64).collect())
+}
+
+/// A steady-state GUPS run: its steady state, the share of its hot set in each tier at the
+/// end, and how many pages each tier holds at the end that started elsewhere.
+struct GridRun {
+    steady: runner::Steady,
+    hot_set_shares: Option<Vec<f64>>,
+    pages_moved_into: Vec<u64>,
+}
+
+impl GridRun {
+    fn hot_set_default_share(&self) -> Option<f64> {
+        self.hot_set_shares.as_ref().map(|h| h[0])
+    }
+}
+
 /// One steady-state GUPS run of the Colloid setup.
 fn steady_run(
     system: &str,
@@ -340,7 +524,7 @@ fn steady_run(
     level: u32,
     quick: bool,
     extra: &[(&str, toml::Value)],
-) -> Result<(runner::Steady, SimConfig)> {
+) -> Result<GridRun> {
     let mut ov: Vec<(&str, toml::Value)> = vec![
         ("policy.policy", toml::Value::String(system.into())),
         ("antagonist", antagonist_at(level)),
@@ -354,11 +538,25 @@ fn steady_run(
     }
     ov.extend(extra.iter().cloned());
     let cfg = config_with(COLLOID_GUPS_BASE, "experiments/colloid/gups-base.toml", &ov)?;
+    let start = SimBackend::new(&cfg)?.placement().to_vec();
     let out = runner::run(&cfg)?;
-    Ok((out.steady(cfg.steady_state_fraction), cfg))
+    let mut pages_moved_into = vec![0u64; out.backend.tier_specs().len()];
+    for (now, then) in out.backend.placement().iter().zip(&start) {
+        if now != then {
+            pages_moved_into[now.0 as usize] += 1;
+        }
+    }
+    Ok(GridRun {
+        steady: out.steady(cfg.steady_state_fraction),
+        hot_set_shares: hot_set_tier_shares(&out.backend),
+        pages_moved_into,
+    })
 }
 
-fn colloid_fig5(quick: bool) -> Result<Value> {
+/// Colloid Figs. 5 and 6: every base system with and without Colloid at 0-3x contention,
+/// and the best case. Fig. 5 plots the throughput; Fig. 6 the share of the hot set each
+/// places in the default tier (a) and the two tiers' latencies (b), from the same runs.
+fn colloid_grid(quick: bool, experiment: &str) -> Result<Value> {
     let mut jobs = Vec::new();
     for &system in BASELINES {
         for colloid in [false, true] {
@@ -368,7 +566,8 @@ fn colloid_fig5(quick: bool) -> Result<Value> {
         }
     }
     let runs = parallel_map(jobs, |(system, colloid, level)| {
-        steady_run(system, colloid, level, quick, &[]).map(|(s, _)| (system, colloid, level, s))
+        steady_run(system, colloid, level, quick, &[])
+            .map(|r| (system, colloid, level, r.hot_set_default_share(), r.steady))
     });
     let mut best = Vec::new();
     for level in 0..=3u32 {
@@ -381,7 +580,7 @@ fn colloid_fig5(quick: bool) -> Result<Value> {
     }
     let mut rows = Vec::new();
     for r in runs {
-        let (system, colloid, level, s) = r?;
+        let (system, colloid, level, hot, s) = r?;
         rows.push(json!({
             "system": system,
             "colloid": colloid,
@@ -391,6 +590,7 @@ fn colloid_fig5(quick: bool) -> Result<Value> {
             "default_tier_latency_ns": s.latency_ns[0],
             "alternate_tier_latency_ns": s.latency_ns[1],
             "default_tier_share": s.app_share[0],
+            "hot_set_default_share": hot,
         }));
     }
     for (level, b) in best.iter().enumerate() {
@@ -404,10 +604,11 @@ fn colloid_fig5(quick: bool) -> Result<Value> {
             "default_tier_latency_ns": b.eq.latency_ns[0],
             "alternate_tier_latency_ns": b.eq.latency_ns[1],
             "default_tier_share": b.eq.app_read_lines_per_s[0] / total,
+            "hot_set_default_share": b.hot_set_default_share,
         }));
     }
     Ok(
-        json!({"experiment": "colloid-fig5", "quick": quick, "throughput_unit": "GUPS operations per second", "rows": rows}),
+        json!({"experiment": experiment, "quick": quick, "throughput_unit": "GUPS operations per second", "rows": rows}),
     )
 }
 
@@ -426,12 +627,7 @@ fn colloid_heatmap(quick: bool, axis: Axis) -> Result<Value> {
         (Axis::ObjectSize, false) => ("colloid-fig8", vec![64.0, 256.0, 1024.0, 4096.0]),
         (Axis::ObjectSize, true) => ("colloid-fig8", vec![64.0, 4096.0]),
     };
-    // Quick runs sweep the systems with fast convergence; the full run includes TPP.
-    let systems: &[&str] = if quick {
-        &["hemem", "memtis"]
-    } else {
-        BASELINES
-    };
+    let systems = systems_for(quick);
     let mut jobs = Vec::new();
     for &system in systems {
         for &v in &values {
@@ -448,7 +644,7 @@ fn colloid_heatmap(quick: bool, axis: Axis) -> Result<Value> {
             Axis::ObjectSize => vec![("workload.object_size", toml::Value::Integer(v as i64))],
         };
         steady_run(system, colloid, level, quick, &extra)
-            .map(|(s, _)| (system, v, level, colloid, s))
+            .map(|r| (system, v, level, colloid, r.steady))
     });
     let runs: Vec<_> = runs.into_iter().collect::<Result<_>>()?;
     let key = match axis {
@@ -475,6 +671,91 @@ fn colloid_heatmap(quick: bool, axis: Axis) -> Result<Value> {
         }));
     }
     Ok(json!({"experiment": name, "quick": quick, "rows": rows}))
+}
+
+/// Three memory tiers for the GUPS setup (experiments/colloid/three-tiers.toml).
+pub const COLLOID_THREE_TIERS: &str = include_str!("../../../experiments/colloid/three-tiers.toml");
+
+/// The GUPS setup on three tiers: each base system with and without Colloid at 0-3x
+/// contention on the default tier, against the oracle over three tiers. Rows per tier
+/// (`tierI_...`): loaded latency, share of the accesses, share of the hot set, and pages
+/// that end there having started elsewhere (first touch fills the tiers in order).
+fn colloid_three_tiers(quick: bool) -> Result<Value> {
+    let doc: toml::Value = toml::from_str(COLLOID_THREE_TIERS)
+        .map_err(|e| Error::config(format!("experiments/colloid/three-tiers.toml: {e}")))?;
+    let tiers = doc["machine"]["tiers"].clone();
+    let systems = systems_for(quick);
+    let mut jobs = Vec::new();
+    for &system in systems {
+        for colloid in [false, true] {
+            for level in 0..=3u32 {
+                jobs.push((system, colloid, level));
+            }
+        }
+    }
+    let extra = [("machine.tiers", tiers.clone())];
+    let runs = parallel_map(jobs, |(system, colloid, level)| {
+        steady_run(system, colloid, level, quick, &extra).map(|r| (system, colloid, level, r))
+    });
+    let mut best = Vec::new();
+    for level in 0..=3u32 {
+        let cfg = config_with(
+            COLLOID_GUPS_BASE,
+            "gups-base",
+            &[
+                ("antagonist", antagonist_at(level)),
+                ("machine.tiers", tiers.clone()),
+            ],
+        )?;
+        best.push(best_case(&cfg)?);
+    }
+    let per_tier = |row: &mut serde_json::Map<String, Value>, field: &str, v: &[f64]| {
+        for (i, x) in v.iter().enumerate() {
+            row.insert(format!("tier{i}_{field}"), json!(x));
+        }
+    };
+    let mut rows = Vec::new();
+    for r in runs {
+        let (system, colloid, level, run) = r?;
+        let s = &run.steady;
+        let mut row = serde_json::Map::new();
+        row.insert("system".into(), json!(system));
+        row.insert("colloid".into(), json!(colloid));
+        row.insert("contention".into(), json!(level));
+        row.insert("throughput".into(), json!(s.throughput_ops_per_s));
+        row.insert(
+            "best_case_throughput".into(),
+            json!(best[level as usize].eq.app_ops_per_s),
+        );
+        per_tier(&mut row, "latency_ns", &s.latency_ns);
+        per_tier(&mut row, "share", &s.app_share);
+        if let Some(h) = &run.hot_set_shares {
+            per_tier(&mut row, "hot_set_share", h);
+        }
+        let moved: Vec<f64> = run.pages_moved_into.iter().map(|&p| p as f64).collect();
+        per_tier(&mut row, "pages_moved_in", &moved);
+        rows.push(Value::Object(row));
+    }
+    for (level, b) in best.iter().enumerate() {
+        let mut row = serde_json::Map::new();
+        row.insert("system".into(), json!("best-case"));
+        row.insert("colloid".into(), json!(false));
+        row.insert("contention".into(), json!(level));
+        row.insert("throughput".into(), json!(b.eq.app_ops_per_s));
+        row.insert("best_case_throughput".into(), json!(b.eq.app_ops_per_s));
+        per_tier(&mut row, "latency_ns", &b.eq.latency_ns);
+        per_tier(&mut row, "share", &b.mass);
+        rows.push(Value::Object(row));
+    }
+    Ok(json!({
+        "experiment": "colloid-3tier",
+        "quick": quick,
+        "throughput_unit": "GUPS operations per second",
+        "tiers": tiers
+            .as_array()
+            .map(|a| a.iter().map(|t| json!({"name": t["name"].as_str()})).collect::<Vec<_>>()),
+        "rows": rows,
+    }))
 }
 
 /// The base config's tiers with the alternate tier's unloaded latency set to `ratio` × the
@@ -509,128 +790,291 @@ pub fn converge_s(t: &[f64], thr: &[f64], change_s: f64) -> f64 {
     last_out - change_s
 }
 
-fn colloid_fig9(quick: bool, out: &Path) -> Result<Value> {
-    let change_s: f64 = if quick { 30.0 } else { 100.0 };
-    let scenarios = ["hot-set-move-0x", "hot-set-move-3x", "contention-0x-to-3x"];
-    let systems: &[&str] = if quick {
-        &["hemem", "memtis"]
+/// Colloid §5.3's dynamic scenarios (Figs. 9 and 10).
+const SCENARIOS: [&str; 3] = ["hot-set-move-0x", "hot-set-move-3x", "contention-0x-to-3x"];
+
+/// When a dynamic scenario changes: once every system has reached steady state. TPP needs
+/// ~250 s for that (Colloid §5.3), so its change comes later in the full run.
+fn change_at_s(system: &str, quick: bool) -> f64 {
+    match (system, quick) {
+        ("tpp", false) => 300.0,
+        (_, false) => 100.0,
+        (_, true) => 30.0,
+    }
+}
+
+/// One run of a dynamic scenario, as per-second series.
+struct DynamicRun {
+    change_s: f64,
+    t: Vec<f64>,
+    throughput: Vec<f64>,
+    migrated_bytes_per_s: Vec<f64>,
+    /// Seconds after the change until throughput stays within 5 % of its final level.
+    converge_s: f64,
+    /// Migrated bytes over the application's bytes in the last fifth of the run.
+    tail_migration_share: f64,
+}
+
+fn dynamic_run(scenario: &str, system: &str, colloid: bool, quick: bool) -> Result<DynamicRun> {
+    let change_s = change_at_s(system, quick);
+    let total = if system == "tpp" {
+        change_s + 300.0
     } else {
-        BASELINES
+        change_s * 2.0
     };
+    let mut ov: Vec<(&str, toml::Value)> = vec![
+        ("policy.policy", toml::Value::String(system.into())),
+        ("duration_s", toml::Value::Float(total)),
+    ];
+    match scenario {
+        "hot-set-move-0x" => ov.push(("workload.hot_set_move_at_s", toml::Value::Float(change_s))),
+        "hot-set-move-3x" => {
+            ov.push(("workload.hot_set_move_at_s", toml::Value::Float(change_s)));
+            ov.push(("antagonist", antagonist_at(3)));
+        }
+        _ => {
+            let mut t = toml::map::Map::new();
+            t.insert("tier".into(), toml::Value::Integer(0));
+            t.insert("cores".into(), toml::Value::Float(15.0));
+            t.insert("start_s".into(), toml::Value::Float(change_s));
+            ov.push((
+                "antagonist",
+                toml::Value::Array(vec![toml::Value::Table(t)]),
+            ));
+        }
+    }
+    if colloid {
+        ov.push(("colloid", colloid_on()));
+    }
+    let cfg = config_with(COLLOID_GUPS_BASE, "gups-base", &ov)?;
+    let run = runner::run(&cfg)?;
+    let recs = &run.backend.records;
+    let shape = run.backend.workload().op_shape();
+    let bytes_per_op = (shape.lines_per_op as f64 + shape.written_lines_per_op)
+        * tiermem_core::CACHELINE_BYTES as f64;
+    let (mut t, mut thr, mut mig, mut app_bytes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for chunk in recs.chunks((1000.0 / cfg.record_interval_ms).round().max(1.0) as usize) {
+        let k = chunk.len() as f64;
+        t.push(chunk.last().map_or(0.0, |r| r.t_s));
+        thr.push(chunk.iter().map(|r| r.ops_per_s).sum::<f64>() / k);
+        mig.push(chunk.iter().map(|r| r.migrated_bytes_per_s).sum::<f64>() / k);
+        app_bytes.push(
+            chunk
+                .iter()
+                .map(|r| r.ops_per_s * bytes_per_op)
+                .sum::<f64>()
+                / k,
+        );
+    }
+    let n = t.len();
+    let tail_from = n - (n / 5).max(1);
+    let tail_mig: f64 = mig[tail_from..].iter().sum();
+    let tail_app: f64 = app_bytes[tail_from..].iter().sum();
+    Ok(DynamicRun {
+        change_s,
+        converge_s: converge_s(&t, &thr, change_s),
+        tail_migration_share: tail_mig / tail_app,
+        t,
+        throughput: thr,
+        migrated_bytes_per_s: mig,
+    })
+}
+
+/// A dynamic run's key: scenario, system, with Colloid.
+type ScenarioKey<'a> = (&'a str, &'a str, bool);
+
+/// Write a dynamic scenario's per-second series (one row per second of every run).
+fn write_series(out: &Path, file: &str, runs: &[((&str, &str, bool), DynamicRun)]) -> Result<()> {
+    let mut csv =
+        String::from("scenario,system,colloid,t_s,throughput_ops_per_s,migrated_bytes_per_s\n");
+    for ((sc, system, colloid), r) in runs {
+        for i in 0..r.t.len() {
+            csv.push_str(&format!(
+                "{sc},{system},{colloid},{},{},{}\n",
+                r.t[i], r.throughput[i], r.migrated_bytes_per_s[i]
+            ));
+        }
+    }
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out.display(), e))?;
+    let p = out.join(file);
+    std::fs::write(&p, csv).map_err(|e| Error::io(p.display(), e))
+}
+
+fn dynamic_runs<'a>(
+    jobs: Vec<ScenarioKey<'a>>,
+    quick: bool,
+) -> Result<Vec<(ScenarioKey<'a>, DynamicRun)>> {
+    parallel_map(jobs, |job| {
+        dynamic_run(job.0, job.1, job.2, quick).map(|r| (job, r))
+    })
+    .into_iter()
+    .collect()
+}
+
+fn colloid_fig9(quick: bool, out: &Path) -> Result<Value> {
+    let systems = systems_for(quick);
     let mut jobs = Vec::new();
-    for sc in scenarios {
+    for sc in SCENARIOS {
         for &system in systems {
             for colloid in [false, true] {
                 jobs.push((sc, system, colloid));
             }
         }
     }
-    // The paper changes the workload once every system has reached steady state; TPP needs
-    // ~250 s for that (Colloid §5.3), so its change comes later.
-    let change_for = |system: &str| {
-        if system == "tpp" && !quick {
-            300.0
-        } else {
-            change_s
-        }
-    };
-    let results = parallel_map(jobs, |(sc, system, colloid)| -> Result<_> {
-        let change_s = change_for(system);
-        let total = if system == "tpp" {
-            change_s + 300.0
-        } else {
-            change_s * 2.0
-        };
-        let mut ov: Vec<(&str, toml::Value)> = vec![
-            ("policy.policy", toml::Value::String(system.into())),
-            ("duration_s", toml::Value::Float(total)),
-        ];
-        match sc {
-            "hot-set-move-0x" => {
-                ov.push(("workload.hot_set_move_at_s", toml::Value::Float(change_s)))
-            }
-            "hot-set-move-3x" => {
-                ov.push(("workload.hot_set_move_at_s", toml::Value::Float(change_s)));
-                ov.push(("antagonist", antagonist_at(3)));
-            }
-            _ => {
-                let mut t = toml::map::Map::new();
-                t.insert("tier".into(), toml::Value::Integer(0));
-                t.insert("cores".into(), toml::Value::Float(15.0));
-                t.insert("start_s".into(), toml::Value::Float(change_s));
-                ov.push((
-                    "antagonist",
-                    toml::Value::Array(vec![toml::Value::Table(t)]),
-                ));
-            }
-        }
-        if colloid {
-            ov.push(("colloid", colloid_on()));
-        }
-        let cfg = config_with(COLLOID_GUPS_BASE, "gups-base", &ov)?;
-        let run = runner::run(&cfg)?;
-        // Per-second series.
-        let recs = &run.backend.records;
-        let mut t = Vec::new();
-        let mut thr = Vec::new();
-        let mut mig = Vec::new();
-        let mut app_bytes = Vec::new();
-        let shape = run.backend.workload().op_shape();
-        let bytes_per_op = (shape.lines_per_op as f64 + shape.written_lines_per_op)
-            * tiermem_core::CACHELINE_BYTES as f64;
-        for chunk in recs.chunks((1000.0 / cfg.record_interval_ms).round().max(1.0) as usize) {
-            let k = chunk.len() as f64;
-            t.push(chunk.last().map_or(0.0, |r| r.t_s));
-            thr.push(chunk.iter().map(|r| r.ops_per_s).sum::<f64>() / k);
-            mig.push(chunk.iter().map(|r| r.migrated_bytes_per_s).sum::<f64>() / k);
-            app_bytes.push(
-                chunk
-                    .iter()
-                    .map(|r| r.ops_per_s * bytes_per_op)
-                    .sum::<f64>()
-                    / k,
-            );
-        }
-        let n = t.len();
-        let tail_from = n - (n / 5).max(1);
-        let tail_mig: f64 = mig[tail_from..].iter().sum();
-        let tail_app: f64 = app_bytes[tail_from..].iter().sum();
-        Ok((
-            sc,
-            system,
-            colloid,
-            t.clone(),
-            thr.clone(),
-            mig,
-            converge_s(&t, &thr, change_s),
-            tail_mig / tail_app,
-        ))
-    });
+    let runs = dynamic_runs(jobs, quick)?;
     let mut rows = Vec::new();
-    let mut csv =
-        String::from("scenario,system,colloid,t_s,throughput_ops_per_s,migrated_bytes_per_s\n");
-    for r in results {
-        let (sc, system, colloid, t, thr, mig, conv, tail) = r?;
-        for i in 0..t.len() {
-            csv.push_str(&format!(
-                "{sc},{system},{colloid},{},{},{}\n",
-                t[i], thr[i], mig[i]
-            ));
-        }
-        let n = thr.len();
+    for ((sc, system, colloid), r) in &runs {
+        let n = r.throughput.len();
         let tail_n = (n / 10).max(1);
         rows.push(json!({
             "scenario": sc,
             "system": system,
             "colloid": colloid,
-            "change_at_s": change_for(system),
-            "converge_s": conv,
-            "tail_migration_share": tail,
-            "final_throughput": thr[n - tail_n..].iter().sum::<f64>() / tail_n as f64,
+            "change_at_s": r.change_s,
+            "converge_s": r.converge_s,
+            "tail_migration_share": r.tail_migration_share,
+            "final_throughput": r.throughput[n - tail_n..].iter().sum::<f64>() / tail_n as f64,
         }));
     }
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out.display(), e))?;
-    let p = out.join("fig9_timeseries.csv");
-    std::fs::write(&p, csv).map_err(|e| Error::io(p.display(), e))?;
-    Ok(json!({"experiment": "colloid-fig9", "quick": quick, "change_at_s": change_s, "rows": rows}))
+    write_series(out, "fig9_timeseries.csv", &runs)?;
+    Ok(
+        json!({"experiment": "colloid-fig9", "quick": quick, "change_at_s": change_at_s("hemem", quick), "rows": rows}),
+    )
+}
+
+/// Colloid Fig. 10: HeMem's and HeMem+Colloid's migration rate over time when the hot set
+/// moves (Fig. 9's first two scenarios): the peak after the change, the time to converge,
+/// and the steady migration rate against the application's traffic.
+fn colloid_fig10(quick: bool, out: &Path) -> Result<Value> {
+    let mut jobs = Vec::new();
+    for sc in &SCENARIOS[..2] {
+        for colloid in [false, true] {
+            jobs.push((*sc, "hemem", colloid));
+        }
+    }
+    let runs = dynamic_runs(jobs, quick)?;
+    let mut rows = Vec::new();
+    for ((sc, system, colloid), r) in &runs {
+        let after =
+            r.t.iter()
+                .position(|&t| t > r.change_s)
+                .unwrap_or(r.t.len());
+        let peak = r.migrated_bytes_per_s[after..]
+            .iter()
+            .cloned()
+            .fold(0.0, f64::max);
+        rows.push(json!({
+            "scenario": sc,
+            "system": system,
+            "colloid": colloid,
+            "change_at_s": r.change_s,
+            "peak_migrated_bytes_per_s": peak,
+            "converge_s": r.converge_s,
+            "tail_migration_share": r.tail_migration_share,
+        }));
+    }
+    write_series(out, "fig10_migration_rate.csv", &runs)?;
+    Ok(
+        json!({"experiment": "colloid-fig10", "quick": quick, "change_at_s": change_at_s("hemem", quick), "rows": rows}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gups_config(level: u32, three_tiers: bool) -> SimConfig {
+        let mut ov = vec![("antagonist", antagonist_at(level))];
+        if three_tiers {
+            let doc: toml::Value = toml::from_str(COLLOID_THREE_TIERS).unwrap();
+            ov.push(("machine.tiers", doc["machine"]["tiers"].clone()));
+        }
+        config_with(COLLOID_GUPS_BASE, "gups-base", &ov).unwrap()
+    }
+
+    /// Pages of mass 0.4, 0.3, 0.2, 0.1; tiers of 1, 1 and 2 pages.
+    #[test]
+    fn reachable_masses_are_bounded_by_the_hottest_pages_each_set_of_tiers_holds() {
+        let r = Reachable::new(&[3.0, 1.0, 4.0, 2.0], &[1.0, 1.0, 2.0]).unwrap();
+        assert!(r.contains(&[0.4, 0.3, 0.3]));
+        assert!(
+            r.contains(&[0.1, 0.2, 0.7]),
+            "DRAM keeps only the coldest page"
+        );
+        assert!(
+            !r.contains(&[0.0, 0.3, 0.7]),
+            "three pages hold at most 0.9"
+        );
+        assert!(!r.contains(&[0.5, 0.2, 0.3]), "one page holds at most 0.4");
+        assert!(!r.contains(&[0.1, 0.1, 0.8]), "two pages hold at most 0.7");
+        assert!(!r.contains(&[0.4, 0.3, 0.2]), "masses sum to 1");
+        let h = r.hottest_first();
+        assert!(
+            (h[0] - 0.4).abs() < 1e-12 && (h[1] - 0.3).abs() < 1e-12,
+            "{h:?}"
+        );
+        assert!(
+            Reachable::new(&[1.0; 5], &[1.0, 1.0, 2.0]).is_err(),
+            "5 pages, room for 4"
+        );
+    }
+
+    /// Two tiers: the search equals a scan of 20 001 default-tier masses.
+    #[test]
+    fn oracle_on_two_tiers_is_the_best_of_a_fine_scan() {
+        let cfg = gups_config(2, false);
+        let best = best_case(&cfg).unwrap();
+        let backend = SimBackend::new(&cfg).unwrap();
+        let caps: Vec<f64> = backend.capacity_pages().iter().map(|&c| c as f64).collect();
+        let reach = Reachable::new(backend.workload().probabilities().unwrap(), &caps).unwrap();
+        let scan = (0..=20_000)
+            .map(|k| k as f64 / 20_000.0)
+            .filter(|&m| reach.contains(&[m, 1.0 - m]))
+            .map(|m| backend.solve_for_mass(&[m, 1.0 - m]).app_ops_per_s)
+            .fold(0.0, f64::max);
+        assert!(scan > 0.0);
+        assert!(
+            best.eq.app_ops_per_s >= scan * (1.0 - 1e-9),
+            "oracle {} < scan {scan}",
+            best.eq.app_ops_per_s
+        );
+    }
+
+    /// Three tiers: no sampled reachable placement beats the oracle, which leaves DRAM
+    /// empty under 3x contention (as on two tiers).
+    #[test]
+    fn oracle_on_three_tiers_beats_every_sampled_placement() {
+        let cfg = gups_config(3, true);
+        let best = best_case(&cfg).unwrap();
+        assert!(best.mass[0] < 0.01, "{:?}", best.mass);
+        let backend = SimBackend::new(&cfg).unwrap();
+        let caps: Vec<f64> = backend.capacity_pages().iter().map(|&c| c as f64).collect();
+        let reach = Reachable::new(backend.workload().probabilities().unwrap(), &caps).unwrap();
+        assert!(reach.contains(&best.mass));
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut tried = 0;
+        for _ in 0..4000 {
+            let (a, b) = (next(), next());
+            let (lo, hi) = (a.min(b), a.max(b));
+            let m = [lo, hi - lo, 1.0 - hi];
+            if !reach.contains(&m) {
+                continue;
+            }
+            tried += 1;
+            let v = backend.solve_for_mass(&m).app_ops_per_s;
+            assert!(
+                v <= best.eq.app_ops_per_s * (1.0 + 1e-9),
+                "{m:?} gives {v}, oracle {} at {:?}",
+                best.eq.app_ops_per_s,
+                best.mass
+            );
+        }
+        assert!(tried > 500, "{tried} reachable samples");
+    }
 }

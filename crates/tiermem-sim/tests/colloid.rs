@@ -96,6 +96,35 @@ fn fig9_converges_after_contention_jump_without_oscillation() {
     assert!(fin / best > 0.95, "final {:.3} of best-case", fin / best);
 }
 
+/// Fig. 10: when the hot set moves, both migrate a burst and go quiet again; the series
+/// file has every run's seconds, and Colloid's steady migration is a small share of the
+/// application's traffic (§5.3: < 0.7 %).
+#[test]
+fn fig10_migration_bursts_after_the_hot_set_moves_and_settles() {
+    let dir = std::env::temp_dir().join(format!("tiermem-fig10-{}", std::process::id()));
+    let summary = tiermem_sim::reproduce::run("colloid-fig10", &dir, true).expect("runs");
+    let csv = std::fs::read_to_string(dir.join("fig10_migration_rate.csv")).expect("series");
+    let _ = std::fs::remove_dir_all(&dir);
+    let rows = summary["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4, "two scenarios, with and without Colloid");
+    // 60 s of per-second points for each of the 4 runs, and a header.
+    assert_eq!(
+        csv.lines().count(),
+        1 + 4 * 60,
+        "{}",
+        &csv[..200.min(csv.len())]
+    );
+    for r in rows {
+        let peak = r["peak_migrated_bytes_per_s"].as_f64().unwrap();
+        let tail = r["tail_migration_share"].as_f64().unwrap();
+        // The new hot set (24 GiB) has to move: a burst of GB/s, then near silence.
+        assert!(peak > 1e9, "peak {peak:.3e} B/s: {r}");
+        if r["colloid"] == true {
+            assert!(tail < 0.007, "steady migration share {tail}: {r}");
+        }
+    }
+}
+
 #[test]
 fn deterministic_for_a_seed() {
     let run = || {

@@ -1,11 +1,11 @@
-"""Colloid (SOSP '24): the numbers §2.1 and §5 state, read from colloid-fig1/5/7/8/9."""
+"""Colloid (SOSP '24): the numbers §2.1 and §5 state, read from colloid-fig1/5/6/7/8/9/10."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import BOUND_TOL, TIME_TOL, Claim, pick, value
+from . import BOUND_TOL, POINTS_TOL, TIME_TOL, Claim, pick, value
 
 SYSTEMS = {"hemem": "HeMem", "tpp": "TPP", "memtis": "MEMTIS"}
 
@@ -54,6 +54,31 @@ def _converge(system: str):
     return lambda s: value(s, "converge_s", scenario="contention-0x-to-3x", system=system, colloid=True)
 
 
+def _hot_share(levels: tuple[int, ...], worst: Callable[..., float]):
+    """The hot-set share in the default tier with Colloid at ``levels``: the worst of the
+    systems (``min`` where the paper says all of it, ``max`` where it says none)."""
+    def measure(s: Mapping[str, Any]) -> float:
+        shares = [r["hot_set_default_share"] for r in pick(s, colloid=True)
+                  if r["system"] in SYSTEMS and r["contention"] in levels]
+        if not shares:
+            raise KeyError("hot_set_default_share")
+        return worst(shares)
+    return measure
+
+
+def _balanced_latency(s: Mapping[str, Any]) -> float:
+    """Default / alternate latency with Colloid at 1×, the system farthest from equal."""
+    ratios = [r["default_tier_latency_ns"] / r["alternate_tier_latency_ns"]
+              for r in pick(s, colloid=True, contention=1) if r["system"] in SYSTEMS]
+    return max(ratios, key=lambda x: abs(x - 1))
+
+
+def _hemem_fig10(column: str, op: Callable[[float, float], float]):
+    """HeMem+Colloid against HeMem when the hot set moves at 0× (Fig. 10, left)."""
+    return lambda s: op(value(s, column, scenario="hot-set-move-0x", system="hemem", colloid=True),
+                        value(s, column, scenario="hot-set-move-0x", system="hemem", colloid=False))
+
+
 CLAIMS = [
     Claim("colloid", "colloid-fig1", "§1/§2.1: under 3× contention the systems are up to 2.3× worse than the best case",
           2.3, _worst_gap),
@@ -75,4 +100,19 @@ CLAIMS = [
     *(Claim("colloid", "colloid-fig9", f"§5.3, Fig. 9: after 0×→3× contention {name}+Colloid converges in ~{v} s",
             v, _converge(sys), unit=" s", tolerance=TIME_TOL, kind="approx")
       for sys, name, v in (("hemem", "HeMem", 10), ("tpp", "TPP", 250), ("memtis", "MEMTIS", 25))),
+    Claim("colloid", "colloid-fig6", "§5.1, Fig. 6a: at 0× Colloid places nearly the entire hot set in the default tier "
+          "(least of the three systems)", 1.0, _hot_share((0,), min), unit="", tolerance=POINTS_TOL, kind="points"),
+    Claim("colloid", "colloid-fig6", "§5.1, Fig. 6a: at 2× and 3× Colloid places the entire hot set in the alternate tier "
+          "(share there, least of the three systems)", 1.0, lambda s: 1 - _hot_share((2, 3), max)(s), unit="",
+          tolerance=POINTS_TOL, kind="points"),
+    Claim("colloid", "colloid-fig6", "§5.1, Fig. 6b: at 1× Colloid equalizes the tiers' latencies (default / alternate, "
+          "the system farthest from 1)", 1.0, _balanced_latency, kind="approx"),
+    Claim("colloid", "colloid-fig10", "§5.3, Fig. 10: HeMem+Colloid does not exceed HeMem's peak migration rate "
+          "(peak with / without)", 1.0, _hemem_fig10("peak_migrated_bytes_per_s", lambda a, b: a / b),
+          tolerance=BOUND_TOL, kind="at_most"),
+    Claim("colloid", "colloid-fig10", "§5.3: HeMem+Colloid takes ~3 s longer than HeMem to converge after the hot set moves",
+          3.0, _hemem_fig10("converge_s", lambda a, b: a - b), unit=" s", tolerance=TIME_TOL, kind="approx"),
+    Claim("colloid", "colloid-fig10", "§5.3: in steady state HeMem+Colloid migrates < 0.7 % of the application's traffic",
+          0.007, lambda s: value(s, "tail_migration_share", scenario="hot-set-move-0x", system="hemem", colloid=True),
+          unit="", tolerance=BOUND_TOL, kind="at_most"),
 ]
