@@ -528,6 +528,26 @@ def plot_colloid_fig6(directory: Path) -> list[Path]:
     return written
 
 
+@kind("colloid-fig11")
+def plot_colloid_fig11(directory: Path) -> list[Path]:
+    """Colloid Fig. 11: each application's gain with Colloid per base system and contention."""
+    rows = read_summary_rows(directory, ["app", "system", "contention", "gain"])
+    summary = _read_summary_or_empty(directory)
+    label = system_labeler(summary)
+    apps = list(dict.fromkeys(rows["app"]))
+    fig, axes = new_figure(1, len(apps), size=(4.5 * len(apps), 4.0), sharey=True)
+    for ax, app in zip(axes[0], apps, strict=False):
+        part = rows[rows["app"] == app]
+        grouped_bars(ax, part, "contention", "system", "gain", series_order=systems_of(list(part["system"]), summary),
+                     series_label=label, group_label=_contention_label, xlabel="contention",
+                     legend=ax is axes[0, 0])
+        ax.axhline(1.0, color="0.5", linewidth=1)
+        ax.set_title(str(app))
+    axes[0, 0].set_ylabel("throughput with Colloid / without")
+    fig.suptitle("Applications (Colloid Fig. 11)")
+    return [save(fig, directory / "fig11_gain.png")]
+
+
 @kind("colloid-3tier")
 def plot_colloid_3tier(directory: Path) -> list[Path]:
     """Three tiers: throughput of each system with and without Colloid against the oracle,

@@ -21,6 +21,7 @@ pub const EXPERIMENTS: &[&str] = &[
     "colloid-fig8",
     "colloid-fig9",
     "colloid-fig10",
+    "colloid-fig11",
     "colloid-3tier",
     "mercury-fig13",
     "mercury-fig14",
@@ -62,6 +63,7 @@ pub fn run_with_tiers(name: &str, out: &Path, quick: bool, tiers: Option<&Path>)
         "colloid-fig8" => colloid_heatmap(quick, Axis::ObjectSize)?,
         "colloid-fig9" => colloid_fig9(quick, out)?,
         "colloid-fig10" => colloid_fig10(quick, out)?,
+        "colloid-fig11" => colloid_fig11(quick)?,
         "colloid-3tier" => colloid_three_tiers(quick)?,
         "mercury-fig13" => crate::reproduce_mercury::fig13(quick, out)?,
         "tierscape-fig8" => crate::reproduce_tierscape::fig8_with_tiers(quick, out, tiers)?,
@@ -673,6 +675,87 @@ fn colloid_heatmap(quick: bool, axis: Axis) -> Result<Value> {
     Ok(json!({"experiment": name, "quick": quick, "rows": rows}))
 }
 
+/// Colloid Fig. 11's application workloads (experiments/colloid/fig11-apps.toml).
+pub const COLLOID_FIG11_APPS: &str = include_str!("../../../experiments/colloid/fig11-apps.toml");
+
+/// Colloid Fig. 11: GAPBS, Silo and CacheLib-like workloads under each base system with and
+/// without Colloid at 0-3x contention, the default tier a third of each footprint. Rows per
+/// (app, system, contention): throughput without and with Colloid and the gain.
+fn colloid_fig11(quick: bool) -> Result<Value> {
+    // Quick: no contention and the most (the gains are largest at 3x), within the quick
+    // suite's budget (all four levels took 286 s here).
+    let levels: &[u32] = if quick { &[0, 3] } else { &[0, 1, 2, 3] };
+    let mut jobs = Vec::new();
+    for (name, workload, third) in fig11_apps()? {
+        for &system in systems_for(quick) {
+            for &level in levels {
+                for colloid in [false, true] {
+                    jobs.push((
+                        name.clone(),
+                        workload.clone(),
+                        third,
+                        system,
+                        level,
+                        colloid,
+                    ));
+                }
+            }
+        }
+    }
+    let runs = parallel_map(jobs, |(app, workload, third, system, level, colloid)| {
+        let extra = [
+            ("workload", workload),
+            (
+                "machine.tiers[0].capacity",
+                toml::Value::String(format!("{third}B")),
+            ),
+        ];
+        steady_run(system, colloid, level, quick, &extra)
+            .map(|r| (app, system, level, colloid, r.steady.throughput_ops_per_s))
+    });
+    let runs: Vec<_> = runs.into_iter().collect::<Result<_>>()?;
+    let mut rows = Vec::new();
+    for (app, system, level, colloid, without) in &runs {
+        if *colloid {
+            continue;
+        }
+        let with = runs
+            .iter()
+            .find(|r| r.0 == *app && r.1 == *system && r.2 == *level && r.3)
+            .map_or(f64::NAN, |r| r.4);
+        rows.push(json!({
+            "app": app,
+            "system": system,
+            "contention": level,
+            "throughput": without,
+            "colloid_throughput": with,
+            "gain": with / without,
+        }));
+    }
+    Ok(json!({"experiment": "colloid-fig11", "quick": quick, "rows": rows}))
+}
+
+/// Fig. 11's applications: name, workload, and the default tier's bytes (a third of the
+/// footprint, in whole pages).
+fn fig11_apps() -> Result<Vec<(String, toml::Value, u64)>> {
+    let origin = "experiments/colloid/fig11-apps.toml";
+    let doc: toml::Value =
+        toml::from_str(COLLOID_FIG11_APPS).map_err(|e| Error::config(format!("{origin}: {e}")))?;
+    let apps = doc["app"]
+        .as_array()
+        .ok_or_else(|| Error::config(format!("{origin}: no [[app]]")))?;
+    apps.iter()
+        .map(|app| {
+            let name = app["name"].as_str().unwrap_or("?").to_string();
+            let workload = app["workload"].clone();
+            let cfg = config_with(COLLOID_GUPS_BASE, origin, &[("workload", workload.clone())])?;
+            let probe = SimBackend::new(&cfg)?;
+            let pages = probe.workload().page_count() as u64;
+            Ok((name, workload, pages.div_ceil(3) * probe.page_bytes()))
+        })
+        .collect()
+}
+
 /// Three memory tiers for the GUPS setup (experiments/colloid/three-tiers.toml).
 pub const COLLOID_THREE_TIERS: &str = include_str!("../../../experiments/colloid/three-tiers.toml");
 
@@ -990,6 +1073,23 @@ mod tests {
             ov.push(("machine.tiers", doc["machine"]["tiers"].clone()));
         }
         config_with(COLLOID_GUPS_BASE, "gups-base", &ov).unwrap()
+    }
+
+    /// Fig. 11's footprints as modelled (GAPBS's Twitter-sized graph ~14.6 GB, Silo at 1/10
+    /// ~6.6 GB, CacheLib's 15 M 4 KiB records ~62 GB) and a default tier of a third of each.
+    #[test]
+    fn fig11_apps_get_a_default_tier_of_a_third_of_their_footprint() {
+        let apps = fig11_apps().unwrap();
+        let names: Vec<&str> = apps.iter().map(|a| a.0.as_str()).collect();
+        assert_eq!(names, ["gapbs", "silo", "cachelib"]);
+        let gib = |b: u64| b as f64 * 3.0 / (1u64 << 30) as f64;
+        let footprints: Vec<f64> = apps.iter().map(|a| gib(a.2)).collect();
+        for (f, (lo, hi)) in footprints
+            .iter()
+            .zip([(12.0, 16.0), (5.5, 8.0), (55.0, 66.0)])
+        {
+            assert!(*f > lo && *f < hi, "{footprints:?} GiB");
+        }
     }
 
     /// Pages of mass 0.4, 0.3, 0.2, 0.1; tiers of 1, 1 and 2 pages.
