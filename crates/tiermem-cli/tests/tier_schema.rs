@@ -274,9 +274,7 @@ fn shipped_sim_configs() -> Vec<PathBuf> {
                 walk(&p, out);
             } else if p.extension().is_some_and(|x| x == "toml")
                 && !is_sweep_file(&p)
-                // An experiment's list of applications (experiments/ics18/workloads.toml:
-                // `[[app]]` entries a reproduction turns into configs) is not a config.
-                && p.file_name().is_some_and(|n| n != "workloads.toml")
+                && !is_config_part(&p)
             {
                 out.push(p);
             }
@@ -286,6 +284,20 @@ fn shipped_sim_configs() -> Vec<PathBuf> {
     walk(&root().join("examples"), &mut out);
     out.sort();
     out
+}
+
+/// Parts a reproduction merges into a base config, not configs: a list of applications
+/// (`[[app]]` entries: experiments/ics18/workloads.toml, colloid/fig11-apps.toml) or a set of
+/// tiers alone (colloid/three-tiers.toml). The reproductions' own tests build them.
+fn is_config_part(p: &Path) -> bool {
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(p).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let t = v.as_table().unwrap();
+    let tiers_only = t.len() == 1
+        && t.get("machine")
+            .and_then(|m| m.as_table())
+            .is_some_and(|m| m.len() == 1 && m.contains_key("tiers"));
+    tiers_only || t.contains_key("app")
 }
 
 #[test]
