@@ -169,6 +169,21 @@ pub struct BestCase {
     pub eq: Equilibrium,
 }
 
+/// The oracle of the GUPS setup (with `extra` overrides) at each contention level 0-3x.
+fn best_per_contention(extra: &[(&str, toml::Value)]) -> Result<Vec<BestCase>> {
+    (0..=3u32)
+        .map(|level| {
+            let mut ov = vec![("antagonist", antagonist_at(level))];
+            ov.extend(extra.iter().cloned());
+            best_case(&config_with(
+                COLLOID_GUPS_BASE,
+                "experiments/colloid/gups-base.toml",
+                &ov,
+            )?)
+        })
+        .collect()
+}
+
 pub fn best_case(cfg: &SimConfig) -> Result<BestCase> {
     let backend = SimBackend::new(cfg)?;
     let probs = backend.workload().probabilities().ok_or_else(|| {
@@ -441,15 +456,7 @@ fn colloid_fig1(quick: bool) -> Result<Value> {
             ))
         },
     );
-    let mut best = Vec::new();
-    for level in 0..=3u32 {
-        let cfg = config_with(
-            COLLOID_GUPS_BASE,
-            origin,
-            &[("antagonist", antagonist_at(level))],
-        )?;
-        best.push(best_case(&cfg)?);
-    }
+    let best = best_per_contention(&[])?;
     let share = |app: &[f64]| app.first().copied().unwrap_or(0.0);
     let mut rows = Vec::new();
     for r in runs {
@@ -571,15 +578,7 @@ fn colloid_grid(quick: bool, experiment: &str) -> Result<Value> {
         steady_run(system, colloid, level, quick, &[])
             .map(|r| (system, colloid, level, r.hot_set_default_share(), r.steady))
     });
-    let mut best = Vec::new();
-    for level in 0..=3u32 {
-        let cfg = config_with(
-            COLLOID_GUPS_BASE,
-            "gups-base",
-            &[("antagonist", antagonist_at(level))],
-        )?;
-        best.push(best_case(&cfg)?);
-    }
+    let best = best_per_contention(&[])?;
     let mut rows = Vec::new();
     for r in runs {
         let (system, colloid, level, hot, s) = r?;
@@ -780,18 +779,7 @@ fn colloid_three_tiers(quick: bool) -> Result<Value> {
     let runs = parallel_map(jobs, |(system, colloid, level)| {
         steady_run(system, colloid, level, quick, &extra).map(|r| (system, colloid, level, r))
     });
-    let mut best = Vec::new();
-    for level in 0..=3u32 {
-        let cfg = config_with(
-            COLLOID_GUPS_BASE,
-            "gups-base",
-            &[
-                ("antagonist", antagonist_at(level)),
-                ("machine.tiers", tiers.clone()),
-            ],
-        )?;
-        best.push(best_case(&cfg)?);
-    }
+    let best = best_per_contention(&[("machine.tiers", tiers.clone())])?;
     let per_tier = |row: &mut serde_json::Map<String, Value>, field: &str, v: &[f64]| {
         for (i, x) in v.iter().enumerate() {
             row.insert(format!("tier{i}_{field}"), json!(x));
