@@ -408,6 +408,18 @@ pub fn render(s: &Stats) -> String {
             .collect();
         o.push_str(&format!("policy counters: {}\n", counters.join(", ")));
     }
+    if s.misreported_moves > 0 {
+        o.push_str(&format!(
+            "kernel: {} page moves answered with an error were found done and counted as moves (Linux 6.18 UFFDIO_MOVE; docs/runtime.md)\n",
+            s.misreported_moves
+        ));
+    }
+    if s.resident_refilled + s.absent_with_page > 0 {
+        o.push_str(&format!(
+            "INTEGRITY: {} pages held in DRAM had no data (dropped outside tiermem, now zeros), {} pages held absent had a page; see stderr\n",
+            s.resident_refilled, s.absent_with_page
+        ));
+    }
     if s.thrashing {
         o.push_str(&format!(
             "THRASHING: tier faults take over {:.0}% of the time (served so far: {:.1}s); suggested budget {}\n",

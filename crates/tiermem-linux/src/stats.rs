@@ -120,6 +120,17 @@ pub struct Stats {
     /// the page kept as it is (see `Runtime::evict`). Never seen but on a racing kernel.
     #[serde(default)]
     pub evict_no_page: u64,
+    /// Faults on pages held resident that had no page (data dropped outside tiermem's
+    /// moves: zeros installed, reported on stderr), and absent pages found holding one
+    /// (counted resident). Zero unless something is wrong.
+    #[serde(default)]
+    pub resident_refilled: u64,
+    #[serde(default)]
+    pub absent_with_page: u64,
+    /// UFFDIO_MOVE answers the kernel got wrong (an error for pages it did move; Linux 6.18,
+    /// see `uffd::moved_anyway`), found by checking and taken as moves.
+    #[serde(default)]
+    pub misreported_moves: u64,
     /// mremap moves of managed regions (realloc growth included) that moved page tables,
     /// and those the kernel refused (realloc then copied the block).
     #[serde(default)]
@@ -275,6 +286,25 @@ impl Stats {
             "moved_pages",
             "Pages moved between tiers by those operations",
             self.moved_pages as f64,
+        );
+        // Integrity: an operator alerts on these (each is 0 unless something went wrong).
+        g(
+            &mut s,
+            "misreported_moves",
+            "UFFDIO_MOVE answers the kernel got wrong (pages moved under an error), found by checking and taken as moves",
+            self.misreported_moves as f64,
+        );
+        g(
+            &mut s,
+            "resident_refilled",
+            "Pages held in DRAM found without data (dropped outside tiermem), served as zeros and reported",
+            self.resident_refilled as f64,
+        );
+        g(
+            &mut s,
+            "absent_with_page",
+            "Pages held absent found with a page table entry (counted resident)",
+            self.absent_with_page as f64,
         );
         g(
             &mut s,

@@ -10,6 +10,12 @@ pub fn errno() -> i32 {
     io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
+/// Set this thread's errno (a libc function's failure, answered without a system call).
+pub fn set_errno(e: i32) {
+    // SAFETY: __errno_location returns this thread's errno slot, valid for writes.
+    unsafe { *libc::__errno_location() = e };
+}
+
 /// # Safety
 /// Same contract as mmap(2).
 pub unsafe fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> isize {

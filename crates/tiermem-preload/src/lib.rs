@@ -22,7 +22,7 @@ mod cxx;
 use libc::{c_int, c_void, off_t, size_t};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tiermem_linux::runtime::{self, Pin, Runtime};
-use tiermem_linux::sys::{self, PAGE};
+use tiermem_linux::sys::{self, set_errno, PAGE};
 
 extern "C" {
     fn __libc_malloc(n: size_t) -> *mut c_void;
@@ -346,11 +346,6 @@ fn block_of(p: *mut c_void) -> (Option<&'static Runtime>, bool) {
         return (None, false);
     }
     arena_of(p as usize)
-}
-
-fn set_errno(e: i32) {
-    // SAFETY: __errno_location returns this thread's errno, always valid to write.
-    unsafe { *libc::__errno_location() = e };
 }
 
 /// A runtime result: an address, or -errno.
@@ -867,7 +862,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
     }
     if let (rt, true) = block_of(p) {
         // SAFETY: `p` lies in the arena with our malloc active (block_of).
-        let Some((r, total, used)) = (unsafe { header(p) }) else {
+        let Some((r, total, _)) = (unsafe { header(p) }) else {
             runtime::report(&format!("realloc({p:p}): not a block tiermem handed out"));
             set_errno(libc::EINVAL);
             return std::ptr::null_mut();
@@ -895,8 +890,10 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
                 return (moved as usize + PAGE) as *mut c_void;
             }
         }
-        // SAFETY: `p` is a live managed block with `used` bytes of user data.
-        return unsafe { realloc_by_copy(p, used, n) };
+        // Every usable byte moves, not only the `used` ones asked for: malloc_usable_size
+        // promised the program the rest of the region (`usable`).
+        // SAFETY: `p` is a live managed block of `total - PAGE` usable bytes.
+        return unsafe { realloc_by_copy(p, total - PAGE, n) };
     }
     // A block of the next allocator (from before the runtime was up, or the program's
     // own allocator's).

@@ -7,7 +7,7 @@ use super::mover::{RangeBufs, RangeOutcome};
 use super::page::{Page, PageState, F_INCOMPRESSIBLE};
 use super::{lock, report, Runtime, State, EVICT_SLOTS};
 use crate::sys::{self, PAGE};
-use crate::uffd::{Msg, Op, UFFD_EVENT_PAGEFAULT, UFFD_PAGEFAULT_FLAG_WRITE};
+use crate::uffd::{Msg, Op, UFFD_EVENT_PAGEFAULT};
 use std::sync::atomic::Ordering;
 use std::sync::{MutexGuard, OnceLock};
 use tiermem_core::HeatEvent;
@@ -94,13 +94,7 @@ impl Runtime {
                 let mut st = lock_spin(self);
                 for m in &msgs[..n] {
                     if m.event == UFFD_EVENT_PAGEFAULT {
-                        self.serve(
-                            &mut st,
-                            sys::page_down(m.address as usize),
-                            m.flags & UFFD_PAGEFAULT_FLAG_WRITE != 0,
-                            t0,
-                            &mut fa,
-                        );
+                        self.serve(&mut st, sys::page_down(m.address as usize), t0, &mut fa);
                     }
                 }
                 self.flush_hint_dirty(&mut st);
@@ -140,11 +134,11 @@ impl Runtime {
         }
     }
 
-    fn serve(&self, st: &mut State, a: usize, write: bool, t0: u64, fa: &mut FaultAroundBufs) {
+    fn serve(&self, st: &mut State, a: usize, t0: u64, fa: &mut FaultAroundBufs) {
         if !self.contains(a) || self.idx(a) >= st.hwm as usize {
             // A staging slot read by the evictor after this thread moved its page back
             // home (see `evict`): it reads zeros and discards what it read.
-            if !(self.in_staging(a) && self.uffd.zeropage(a, PAGE) == Op::Done) {
+            if !(self.in_staging(a) && self.uffd.copy(a, zeros(PAGE), PAGE) == Op::Done) {
                 self.uffd.wake(a, PAGE);
             }
             return;
@@ -163,40 +157,68 @@ impl Runtime {
                 while hi < b1 && st.pages[hi].state == PageState::Absent {
                     hi += 1;
                 }
-                let len = (hi - lo) * PAGE;
-                let op = if write {
-                    self.uffd.copy(self.addr(lo), zeros(len), len)
-                } else {
-                    self.uffd.zeropage(self.addr(lo), len)
-                };
-                let (lo, hi) = if op == Op::Done {
-                    (lo, hi)
-                } else {
-                    // Fall back to the faulting page alone.
-                    let op = if write {
-                        self.uffd.copy(a, zeros(PAGE), PAGE)
-                    } else {
-                        self.uffd.zeropage(a, PAGE)
-                    };
-                    if op != Op::Done {
-                        self.uffd.wake(a, PAGE);
+                // The whole run in one call. The kernel stops at a page that already has
+                // an entry (EEXIST) and reports the pages installed before it: each of
+                // those is counted, and the run goes on after the refused page. A run
+                // that spans two VMAs (regions next to each other that did not merge) is
+                // refused whole (ENOENT): then the faulting page goes alone.
+                let mut from = lo;
+                let mut alone = false;
+                while from < hi {
+                    // Zeroed pages, never the shared zero page (UFFDIO_ZEROPAGE), read
+                    // faults included: Linux 6.18 misreports moves of a zero-page entry that
+                    // a write replaces meanwhile (`uffd::moved_anyway`); an eviction of the
+                    // page soon after its first read, as a program writes it, met exactly that.
+                    let len = (hi - from) * PAGE;
+                    let (bytes, op, _) = self.uffd.copy_run(self.addr(from), zeros(len), len);
+                    let end = from + bytes / PAGE;
+                    for j in from..end {
+                        let f = st.pages[j].flags;
+                        st.set(j, Page::new(PageState::Resident, f));
                     }
-                    if op != Op::Done && op != Op::Exists {
-                        return;
+                    match op {
+                        Op::Done => break,
+                        Op::Exists => {
+                            // Only we install pages here, and each install is counted, so
+                            // an absent page with an entry is a bookkeeping fault: it holds
+                            // data (written, or zeros); counting it resident keeps it.
+                            st.absent_with_page += 1;
+                            report(&format!(
+                                "page {:#x} held as absent had a page table entry; counted as resident",
+                                self.addr(end)
+                            ));
+                            let f = st.pages[end].flags;
+                            st.set(end, Page::new(PageState::Resident, f));
+                            self.uffd.wake(self.addr(end), PAGE);
+                            from = end + 1;
+                        }
+                        _ if !alone && st.pages[i].state == PageState::Absent => {
+                            (from, hi, alone) = (i, i + 1, true);
+                        }
+                        _ => break,
                     }
-                    (i, i + 1)
-                };
-                for j in lo..hi {
-                    let f = st.pages[j].flags;
-                    st.set(j, Page::new(PageState::Resident, f));
+                }
+                if st.pages[i].state != PageState::Resident {
+                    // Not installed (the kernel refused it alone too): wake the thread, whose
+                    // access faults again.
+                    self.uffd.wake(a, PAGE);
+                    return;
                 }
                 st.first_touch += 1;
                 st.events.push(HeatEvent::Accessed { page: i as u32 });
             }
             PageState::Resident | PageState::Node { .. } => {
-                // A stale message (another thread's fault already served), or the kernel
-                // dropped the page (MADV_FREE reclaimed it): zero is right in both cases.
-                if self.uffd.zeropage(a, PAGE) != Op::Done {
+                // A stale message (another thread's fault already served): the page has
+                // its entry (EEXIST) and the thread is only woken. A page held in DRAM
+                // that has no entry lost its data outside our moves (MADV_FREE is served
+                // as DONTNEED, so only a raw system call of the program's, or a fault of
+                // ours, drops one): it reads as zeros, as the kernel says, and is reported.
+                if self.uffd.copy(a, zeros(PAGE), PAGE) == Op::Done {
+                    st.resident_refilled += 1;
+                    report(&format!(
+                        "page {a:#x} held as resident had no page: it reads as zeros now"
+                    ));
+                } else {
                     self.uffd.wake(a, PAGE);
                 }
             }

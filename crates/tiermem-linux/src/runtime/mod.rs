@@ -130,6 +130,11 @@ pub struct State {
     pub evict_busy: u64,
     /// Moves of a resident page the kernel answered ENOENT for (refused, page kept).
     pub evict_no_page: u64,
+    /// Faults on a page held resident that had no page table entry (its data was dropped
+    /// outside our moves; zeros installed and reported), and absent pages found with an
+    /// entry (counted resident). Both are zero unless something is wrong.
+    pub resident_refilled: u64,
+    pub absent_with_page: u64,
     /// mremap moves of managed regions (realloc growth included) done with the page
     /// tables, and those the kernel refused (realloc then copies).
     pub remap_moves: u64,
@@ -341,6 +346,8 @@ impl Runtime {
             ),
             evict_busy: 0,
             evict_no_page: 0,
+            resident_refilled: 0,
+            absent_with_page: 0,
             remap_moves: 0,
             remap_refused: 0,
             maybe_shared: false,
@@ -464,6 +471,9 @@ impl Runtime {
             first_touch_faults: st.first_touch,
             evict_busy: st.evict_busy,
             evict_no_page: st.evict_no_page,
+            resident_refilled: st.resident_refilled,
+            absent_with_page: st.absent_with_page,
+            misreported_moves: self.uffd.misreported_moves.load(Ordering::Relaxed),
             remap_moves: st.remap_moves,
             remap_refused: st.remap_refused,
             move_ops: st.move_ops,

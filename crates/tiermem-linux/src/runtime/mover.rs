@@ -131,9 +131,10 @@ impl Runtime {
                 st.move_ops += 1;
                 let mut op = self.uffd.mv(s, self.addr(i), PAGE, false);
                 if op == Op::Exists {
-                    // A stale fault message for this slot (a read that raced a move back,
-                    // retried by the kernel) was served with a zero page after the last
-                    // batch released the slot: drop it and move again.
+                    // The slot has an entry and the page is still home (`mv` checks that a
+                    // misreported move is taken as done): a stale fault message for this
+                    // slot (a read that raced a move back, retried by the kernel) was served
+                    // with a zeroed page after the last batch released it. Drop it, move again.
                     // SAFETY: drops the page in our own eviction slot `s`, which holds no
                     // staged page (the move into it just failed).
                     unsafe { sys::madvise(s, PAGE, libc::MADV_DONTNEED) };
@@ -530,11 +531,14 @@ impl Runtime {
                 }
                 // The run [j, k): one UFFDIO_MOVE into eviction slots j-i0.., unless the
                 // kernel stops at a page (then that page is dealt with and the rest goes on).
+                // A run refused before any page may span two VMAs (EINVAL; regions side by
+                // side that did not merge): its first page is tried alone first.
                 let mut a = j;
+                let mut alone = false;
                 while a < k {
                     let dst = self.evict_base + (a - i0) * PAGE;
-                    let (bytes, op, calls) =
-                        self.uffd.mv_run(dst, self.addr(a), (k - a) * PAGE, false);
+                    let len = if alone { PAGE } else { (k - a) * PAGE };
+                    let (bytes, op, calls) = self.uffd.mv_run(dst, self.addr(a), len, false);
                     st.move_ops += calls;
                     let moved = bytes / PAGE;
                     st.moved_pages += moved as u64;
@@ -550,9 +554,15 @@ impl Runtime {
                         b.staged.push((q, es));
                     }
                     a += moved;
-                    if a >= k {
-                        break;
+                    if moved > 0 || a >= k {
+                        alone = false;
+                        continue;
                     }
+                    if !alone && k - a > 1 {
+                        alone = true;
+                        continue;
+                    }
+                    alone = false;
                     match op {
                         // No page at a page we hold as resident: see `State::no_page`.
                         Op::NoEnt => {
@@ -667,11 +677,16 @@ impl Runtime {
                 }
                 k += 1;
             }
-            // Install it: one UFFDIO_COPY unless the kernel stops at a page.
+            // Install it: one UFFDIO_COPY unless the kernel stops at a page. A run refused
+            // whole may span two VMAs (regions side by side that did not merge, e.g. one
+            // moved by mremap: ENOENT before any page), so a refused page is tried alone
+            // before it is given up.
             let mut a = j;
+            let mut alone = false;
             while a < k {
                 let src = b.run[(a - j) * PAGE..].as_ptr();
-                let (bytes, op, calls) = self.uffd.copy_run(self.addr(a), src, (k - a) * PAGE);
+                let len = if alone { PAGE } else { (k - a) * PAGE };
+                let (bytes, op, calls) = self.uffd.copy_run(self.addr(a), src, len);
                 st.move_ops += calls;
                 let done = bytes / PAGE;
                 st.moved_pages += done as u64;
@@ -690,14 +705,21 @@ impl Runtime {
                     out.applied += 1;
                 }
                 a += done;
-                if a < k {
-                    report(&format!(
-                        "install of {:#x} failed: {op:?}; page kept compressed",
-                        self.addr(a)
-                    ));
-                    out.refused += 1;
-                    a += 1;
+                if done > 0 || a >= k {
+                    alone = false;
+                    continue;
                 }
+                if !alone && k - a > 1 {
+                    alone = true;
+                    continue;
+                }
+                report(&format!(
+                    "install of {:#x} failed: {op:?}; page kept compressed",
+                    self.addr(a)
+                ));
+                out.refused += 1;
+                a += 1;
+                alone = false;
             }
             if corrupt {
                 // The page that would not decompress stays where it is.

@@ -173,14 +173,13 @@ impl State {
         }
     }
 
-    /// The kernel answered "no page" (ENOENT) when asked to move a page held resident.
-    /// The page is left as it is and the move refused. It used to be declared empty
-    /// (ABSENT): under tests/c/alloc_race.c (8 threads, 10-50 % budget, a few runs in a
-    /// thousand on kernel 6.18) that lost pages the program had filled and read back
-    /// without a fault since their install, with no move of ours in between. Nothing of
-    /// ours leaves a resident page without a PTE (MADV_FREE is served as MADV_DONTNEED),
-    /// and a page that truly has none still reads as zeros through the fault path
-    /// (`serve`), so keeping the state loses nothing either way.
+    /// The kernel answered "no page" (ENOENT) when asked to move a page held resident, and
+    /// the check of the answer (`uffd::moved_anyway`) found it right. The page is left as it
+    /// is and the move refused: a page that truly has no entry reads as zeros through the
+    /// fault path (`serve`, which reports it). Under tests/c/alloc_race.c that answer came
+    /// for pages the program had filled: an earlier move had taken their data to a slot and
+    /// been answered EEXIST (a Linux 6.18 misreport), and the slot was dropped as stale;
+    /// declaring the page empty (ABSENT) here, as before, only hid the loss.
     pub(super) fn no_page(&mut self) {
         self.evict_no_page += 1;
     }
