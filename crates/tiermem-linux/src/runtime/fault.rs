@@ -236,6 +236,18 @@ impl Runtime {
                             time_to_fault_ns: t0.saturating_sub(staged_at) as f64,
                         });
                     }
+                    // Neither the slot nor the home has the page (the answer is checked):
+                    // its data is gone. Zeros, as for a resident page without one, reported;
+                    // waking the thread into the same fault again would spin forever.
+                    Op::NoEnt if self.uffd.copy(a, zeros(PAGE), PAGE) == Op::Done => {
+                        Self::free_slot(st, slot as u32, false);
+                        let f = st.pages[i].flags & !F_INCOMPRESSIBLE;
+                        st.set(i, Page::new(PageState::mapped_in(home), f));
+                        st.resident_refilled += 1;
+                        report(&format!(
+                            "page {a:#x} staged in slot {slot} had no page: it reads as zeros now"
+                        ));
+                    }
                     other => {
                         report(&format!("hint un-stage of {a:#x} failed: {other:?}"));
                         self.uffd.wake(a, PAGE);
