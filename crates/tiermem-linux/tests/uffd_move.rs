@@ -88,8 +88,8 @@ fn a_move_racing_a_copy_on_write_of_the_zero_page_is_reported_moved() {
                 // The first write replaces the zero page: a new entry under the move.
                 let q = src as *mut u64;
                 for k in 0..PAGE / 8 {
-                    // SAFETY: `src` is a page of ours; after the move a write faults and waits
-                    // for the handler.
+                    // After the move a write faults and waits for the handler.
+                    // SAFETY: `src` is a mapped page of ours and `k` a word inside it.
                     unsafe { q.add(k).write_volatile(r << 16 | k as u64) };
                 }
                 written.store(r, Ordering::Release);

@@ -162,8 +162,7 @@ impl Runtime {
 
     pub(super) fn release_locked(&self, st: &mut State, a: usize, len: usize) {
         let a0 = sys::page_down(a);
-        let end =
-            sys::page_up(a.saturating_add(len)).min(self.arena + self.arena_pages as usize * PAGE);
+        let end = sys::page_up(a.saturating_add(len)).min(self.arena + self.arena_pages as usize * PAGE);
         let (s, e) = (self.idx(a0), self.idx(end).min(st.hwm as usize));
         if s < e {
             self.reserve(self.addr(s), (e - s) * PAGE);
@@ -190,9 +189,7 @@ impl Runtime {
         self.release(a, len);
         let mut st = lock(self);
         let s = self.idx(sys::page_down(a));
-        let e = self.idx(
-            sys::page_up(a.saturating_add(len)).min(self.arena + self.arena_pages as usize * PAGE),
-        );
+        let e = self.idx(sys::page_up(a.saturating_add(len)).min(self.arena + self.arena_pages as usize * PAGE));
         if e as u32 > st.hwm {
             let h = st.hwm;
             st.give_back(h, e as u32 - h);
@@ -225,8 +222,7 @@ impl Runtime {
         let mut st = lock(self);
         let (s, e) = (
             self.idx(sys::page_down(a)),
-            self.idx(sys::page_up(a.saturating_add(len)))
-                .min(st.hwm as usize),
+            self.idx(sys::page_up(a.saturating_add(len))).min(st.hwm as usize),
         );
         for i in s..e {
             let k = st.pages[i].state;
@@ -380,9 +376,7 @@ impl Runtime {
         if let Err(e) = move_vmas_keeping_source(old, keep_n * PAGE, dst_a) {
             // A part moved and brought back lost its registration: register it again.
             if let Err(r) = self.uffd.register(old, keep_n * PAGE) {
-                report(&format!(
-                    "re-register of {old:#x} after a failed mremap failed: {r}"
-                ));
+                report(&format!("re-register of {old:#x} after a failed mremap failed: {r}"));
             }
             self.reserve(dst_a, new_len);
             st.give_back(dst as u32, new_n as u32);
@@ -508,9 +502,7 @@ fn move_vmas_keeping_source(old: usize, len: usize, dst: usize) -> Result<usize,
         if let Err(e) = move_keeping_source(a, l, dst + (a - old)) {
             for &(a, l) in parts[..moved].iter().rev() {
                 if let Err(b) = move_keeping_source(dst + (a - old), l, a) {
-                    report(&format!(
-                        "moving {a:#x} back after a failed mremap failed: {b}"
-                    ));
+                    report(&format!("moving {a:#x} back after a failed mremap failed: {b}"));
                 }
             }
             return Err(e);

@@ -554,15 +554,9 @@ impl Runtime {
                         b.staged.push((q, es));
                     }
                     a += moved;
-                    if moved > 0 || a >= k {
-                        alone = false;
+                    if run_again(moved, k - a, &mut alone) {
                         continue;
                     }
-                    if !alone && k - a > 1 {
-                        alone = true;
-                        continue;
-                    }
-                    alone = false;
                     match op {
                         // No page at a page we hold as resident: see `State::no_page`.
                         Op::NoEnt => {
@@ -705,12 +699,7 @@ impl Runtime {
                     out.applied += 1;
                 }
                 a += done;
-                if done > 0 || a >= k {
-                    alone = false;
-                    continue;
-                }
-                if !alone && k - a > 1 {
-                    alone = true;
+                if run_again(done, k - a, &mut alone) {
                     continue;
                 }
                 report(&format!(
@@ -719,7 +708,6 @@ impl Runtime {
                 ));
                 out.refused += 1;
                 a += 1;
-                alone = false;
             }
             if corrupt {
                 // The page that would not decompress stays where it is.
@@ -739,8 +727,42 @@ pub enum MoveResult {
     Refused,
 }
 
+/// After one call of a run move or install that did `done` pages with `left` still to go:
+/// whether to call again. On progress, with the rest of the run; after the kernel refused
+/// the whole run, once with its first page alone (`*alone` is set for that call): a run
+/// refused before any page may span two VMAs, regions side by side that did not merge.
+/// False: the first page failed on its own, and the caller deals with it.
+fn run_again(done: usize, left: usize, alone: &mut bool) -> bool {
+    let try_alone = done == 0 && left > 1 && !*alone;
+    *alone = try_alone;
+    done > 0 || left == 0 || try_alone
+}
+
 fn is_zero(d: &[u8]) -> bool {
     // SAFETY: every bit pattern is a valid u64; align_to only splits the slice.
     let (pre, mid, post) = unsafe { d.align_to::<u64>() };
     pre.iter().all(|&b| b == 0) && mid.iter().all(|&w| w == 0) && post.iter().all(|&b| b == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_again;
+
+    #[test]
+    fn a_refused_run_tries_its_first_page_alone_once() {
+        let mut alone = false;
+        // Progress: the rest of the run, as a run.
+        assert!(run_again(3, 5, &mut alone) && !alone);
+        // Done: nothing left (the loop ends on its own).
+        assert!(run_again(2, 0, &mut alone) && !alone);
+        // Refused whole: the first page alone, once.
+        assert!(run_again(0, 5, &mut alone) && alone);
+        // Refused alone too: given up, the next call is a run again.
+        assert!(!run_again(0, 5, &mut alone) && !alone);
+        // Alone and moved: back to runs.
+        alone = true;
+        assert!(run_again(1, 4, &mut alone) && !alone);
+        // A one-page run refused: nothing to split.
+        assert!(!run_again(0, 1, &mut alone) && !alone);
+    }
 }
