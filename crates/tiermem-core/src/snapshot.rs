@@ -97,6 +97,12 @@ pub struct Snapshot<'a> {
     /// tracker is [`TrackerSpec::AccessBitScan`](crate::TrackerSpec::AccessBitScan); `None`
     /// otherwise.
     pub access_bits: Option<&'a dyn AccessBits>,
+    /// Every page whose tier may have changed since the previous snapshot (applied moves,
+    /// reclaim, compressed faults), when the backend keeps that log; `None` when it does not
+    /// or the log overflowed. A policy that keeps per-tier lists updates them from it
+    /// instead of re-reading every page's placement; `None` means re-read. A page may be
+    /// listed without having moved.
+    pub moved: Option<&'a [PageIdx]>,
 }
 
 impl Snapshot<'_> {

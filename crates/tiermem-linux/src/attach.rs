@@ -703,6 +703,7 @@ impl Backend for AttachBackend {
             controls: &self.controls,
             tenant_telemetry: &[],
             access_bits: None,
+            moved: None,
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {

@@ -229,6 +229,7 @@ impl Backend for RuntimeBackend {
             controls: &self.controls,
             tenant_telemetry: &[],
             access_bits: None,
+            moved: None,
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {

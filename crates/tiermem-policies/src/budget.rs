@@ -222,6 +222,7 @@ mod tests {
             controls: &tiermem_core::NO_CONTROLS,
             tenant_telemetry: &[],
             access_bits: None,
+            moved: None,
         })
     }
 

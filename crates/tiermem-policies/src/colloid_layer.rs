@@ -138,14 +138,18 @@ impl<B: HeatModel> Colloid<B> {
     ) -> Vec<PageIdx> {
         let mut bins: Vec<Vec<PageIdx>> = vec![Vec::new(); self.bins];
         let hot_only = self.base.colloid_hot_list_only();
-        for (page, tier) in snap.placement.iter().enumerate() {
-            if *tier != from {
+        // Pages without heat that are not hot are never candidates: where the base keeps
+        // the set of the others, only those are read.
+        let warm = self.base.warm_pages();
+        let pages: Box<dyn Iterator<Item = PageIdx>> = match &warm {
+            Some(v) => Box::new(v.iter().copied()),
+            None => Box::new(0..snap.placement.len() as PageIdx),
+        };
+        for page in pages {
+            if snap.placement.get(page as usize) != Some(&from) {
                 continue;
             }
-            let (page, b) = (
-                page as PageIdx,
-                self.bin_of(self.base.heat(page as PageIdx)),
-            );
+            let b = self.bin_of(self.base.heat(page));
             // Cold pages (lowest bin, not hot to the base) are not Colloid's to move: they
             // shift p by nothing. MEMTIS+Colloid scans only the hot lists (§4.2): its
             // default-tier thread would send any cold page straight back.

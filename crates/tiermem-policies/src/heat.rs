@@ -59,6 +59,12 @@ pub trait HeatModel: Send {
     /// two-tier systems' own lists read tier 1) in the order the system would evict them
     /// (coldest first).
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx>;
+    /// Every page that may have heat or be hot, in page order, where the system keeps
+    /// that set (so a layer can skip the rest instead of reading every page); `None`:
+    /// any page may.
+    fn warm_pages(&self) -> Option<Vec<PageIdx>> {
+        None
+    }
     /// Whether a Colloid layer may pick only pages the system calls hot (MEMTIS+Colloid
     /// scans the hot lists, Colloid §4.2) rather than any page of a frequency bin (§4.1).
     fn colloid_hot_list_only(&self) -> bool {
@@ -117,6 +123,9 @@ impl HeatModel for Box<dyn HeatModel> {
     }
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
         (**self).coldest_pages(snap, tier, n)
+    }
+    fn warm_pages(&self) -> Option<Vec<PageIdx>> {
+        (**self).warm_pages()
     }
     fn colloid_hot_list_only(&self) -> bool {
         (**self).colloid_hot_list_only()
@@ -220,6 +229,9 @@ pub(crate) mod testutil {
         pub tiers: Vec<TierTelemetry>,
         pub placement: Vec<TierId>,
         pub events: Vec<HeatEvent>,
+        /// With `Some`, `apply` logs the pages it moves and `snap` hands the log to the
+        /// policy (as the simulator does); `None`, the default: no log (as the runtime).
+        pub moved: Option<Vec<tiermem_core::PageIdx>>,
     }
 
     impl World {
@@ -244,6 +256,7 @@ pub(crate) mod testutil {
                 tiers: vec![TierTelemetry::default(), TierTelemetry::default()],
                 placement,
                 events: Vec::new(),
+                moved: None,
             };
             w.tiers[0].capacity_bytes = fast_cap * PAGE;
             w.tiers[1].capacity_bytes = slow_cap * PAGE;
@@ -288,6 +301,7 @@ pub(crate) mod testutil {
                 controls: &tiermem_core::NO_CONTROLS,
                 tenant_telemetry: &[],
                 access_bits: None,
+                moved: self.moved.as_deref(),
             }
         }
 
@@ -295,6 +309,9 @@ pub(crate) mod testutil {
         /// events and advance the clock by one quantum.
         pub fn apply(&mut self, plan: &tiermem_core::Plan) -> usize {
             let mut applied = 0;
+            if let Some(log) = &mut self.moved {
+                log.clear();
+            }
             for m in &plan.moves {
                 for p in m.range.pages() {
                     // No data there (the runtime's holes): nothing to move.
@@ -309,6 +326,9 @@ pub(crate) mod testutil {
                         self.tiers[from].used_bytes -= PAGE;
                         self.tiers[to].used_bytes += PAGE;
                         self.placement[p as usize] = m.to;
+                        if let Some(log) = &mut self.moved {
+                            log.push(p);
+                        }
                         applied += 1;
                     }
                 }

@@ -31,7 +31,7 @@
 //! HeMem manages 2 MB pages; nothing here assumes a page size (`snap.page_bytes`).
 
 use crate::heat::{
-    free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, pages_in, Budget,
+    free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, Budget,
     HeatModel, FAST, SLOW,
 };
 use crate::registry::{PolicyEntry, PolicyParams};
@@ -114,6 +114,12 @@ impl Validate for HememConfig {
                 "must be at least 1",
             ));
         }
+        check_range(
+            &join(p, "cooling_threshold"),
+            self.cooling_threshold as f64,
+            1.0,
+            (MAX_COUNT - 1) as f64,
+        )?;
         let hot_max = self.hot_read_threshold.max(self.hot_write_threshold);
         if self.cooling_threshold < hot_max {
             return Err(invalid(
@@ -155,19 +161,68 @@ impl PolicyParams for HememConfig {
     }
 }
 
-/// Per-page state: sampled counts, the cooling clock they were last brought up to, the
-/// current class and the position in its FIFO list.
+/// Per-page state, 16 bytes (a terabyte of 4 KiB pages is 268 M of them): sampled counts
+/// (at most `MAX_COUNT`: the thresholds are validated below it), the cooling clock they
+/// were last brought up to, and `seq_flags`: when the page entered its current list
+/// (larger = nearer the tail) with the page's class (`HOT`) and whether it is in
+/// `Hemem::live` (`LIVE`) in the top bits.
 #[derive(Clone, Copy, Debug, Default)]
 struct PageState {
-    reads: u32,
-    writes: u32,
+    reads: u16,
+    writes: u16,
     clock: u32,
-    hot: bool,
-    /// When the page entered its current list (larger = nearer the tail).
-    seq: u64,
+    seq_flags: u64,
+}
+
+const HOT: u64 = 1 << 63;
+const LIVE: u64 = 1 << 62;
+const SEQ: u64 = LIVE - 1;
+/// Counts saturate here; `cooling_threshold` must stay below it so a tick can fire.
+const MAX_COUNT: u32 = u16::MAX as u32;
+
+impl PageState {
+    fn hot(&self) -> bool {
+        self.seq_flags & HOT != 0
+    }
+    fn live(&self) -> bool {
+        self.seq_flags & LIVE != 0
+    }
+    fn seq(&self) -> u64 {
+        self.seq_flags & SEQ
+    }
+    fn set_flag(&mut self, flag: u64, on: bool) {
+        if on {
+            self.seq_flags |= flag;
+        } else {
+            self.seq_flags &= !flag;
+        }
+    }
+    fn set_seq(&mut self, seq: u64) {
+        self.seq_flags = (self.seq_flags & !SEQ) | (seq & SEQ);
+    }
+}
+
+/// Pages that entered the cold list together on first touch (`ensure`): page
+/// `start + i` got seq `base_seq + i`. Those still there ("pristine": never bumped) are
+/// not stored in any list; they are found by scanning the batch from `cursor[side]`, below
+/// which no pristine page is on that side (`[below, fast]`).
+#[derive(Clone, Debug)]
+struct Batch {
+    start: PageIdx,
+    end: PageIdx,
+    base_seq: u64,
+    cursor: [std::cell::Cell<PageIdx>; 2],
 }
 
 /// HeMem's tracker state and page finder.
+///
+/// The FIFO lists are kept incrementally, so a quantum costs what its samples and moves
+/// cost, not a pass over every page: `lists[hot][fast]` holds `(seq, page)` of every page
+/// that left its first-touch place in the cold list, by class and by side (default tier or
+/// below) as last seen; the snapshot's `moved` log keeps the sides true (without a log,
+/// e.g. on the runtime, they are rebuilt from the placement each quantum). Pristine pages
+/// are in `batches`. `live` holds the pages whose counts may be nonzero, so cooling and
+/// the heat total walk only those.
 #[derive(Clone, Debug)]
 pub struct Hemem {
     pub cfg: HememConfig,
@@ -175,9 +230,19 @@ pub struct Hemem {
     global_clock: u32,
     next_seq: u64,
     total_heat: f64,
+    lists: [[std::collections::BTreeSet<(u64, PageIdx)>; 2]; 2],
+    batches: Vec<Batch>,
+    live: Vec<PageIdx>,
+    /// Whether `lists` and the cursors follow the placement (a snapshot without a `moved`
+    /// log clears it).
+    synced: bool,
     /// Samples ingested and cooling ticks so far (for inspection and tests).
     pub samples: u64,
     pub cools: u64,
+}
+
+fn is_fast(placement: &[TierId], page: PageIdx) -> bool {
+    placement.get(page as usize) == Some(&FAST)
 }
 
 impl Hemem {
@@ -188,6 +253,10 @@ impl Hemem {
             global_clock: 0,
             next_seq: 0,
             total_heat: 0.0,
+            lists: Default::default(),
+            batches: Vec::new(),
+            live: Vec::new(),
+            synced: false,
             samples: 0,
             cools: 0,
         }
@@ -200,15 +269,101 @@ impl Hemem {
             self.pages.resize(n, PageState::default());
             for i in start..n {
                 self.pages[i].clock = self.global_clock;
-                self.pages[i].seq = self.next_seq;
-                self.next_seq += 1;
+                self.pages[i].set_seq(self.next_seq + (i - start) as u64);
             }
+            let (start, end) = (start as PageIdx, n as PageIdx);
+            self.batches.push(Batch {
+                start,
+                end,
+                base_seq: self.next_seq,
+                cursor: [std::cell::Cell::new(start), std::cell::Cell::new(start)],
+            });
+            self.next_seq += (n - start as usize) as u64;
         }
     }
 
-    fn bump(&mut self, page: usize) {
-        self.pages[page].seq = self.next_seq;
+    fn batch_of(&self, page: PageIdx) -> Option<&Batch> {
+        let i = self.batches.partition_point(|b| b.end <= page);
+        self.batches.get(i).filter(|b| b.start <= page)
+    }
+
+    /// Still where first touch put it in the cold list.
+    fn is_pristine_in(&self, b: &Batch, page: PageIdx) -> bool {
+        self.pages[page as usize].seq() == b.base_seq + (page - b.start) as u64
+    }
+
+    fn is_pristine(&self, page: PageIdx) -> bool {
+        self.batch_of(page)
+            .is_some_and(|b| self.is_pristine_in(b, page))
+    }
+
+    /// Move a page to the tail of the list of class `hot` (its class changed, or it was
+    /// migrated); `placement` says on which side it is now.
+    fn relist(&mut self, page: usize, hot: bool, placement: &[TierId]) {
+        let p = page as PageIdx;
+        if !self.is_pristine(p) {
+            let s = self.pages[page];
+            let key = (s.seq(), p);
+            let class = &mut self.lists[s.hot() as usize];
+            if !class[0].remove(&key) {
+                class[1].remove(&key);
+            }
+        }
+        let s = &mut self.pages[page];
+        s.set_flag(HOT, hot);
+        s.set_seq(self.next_seq);
+        self.lists[hot as usize][is_fast(placement, p) as usize].insert((self.next_seq, p));
         self.next_seq += 1;
+    }
+
+    fn bump(&mut self, page: usize, placement: &[TierId]) {
+        let hot = self.pages[page].hot();
+        self.relist(page, hot, placement);
+    }
+
+    /// Bring the lists' sides and the scan cursors up to the snapshot's placement.
+    fn sync(&mut self, snap: &Snapshot<'_>) {
+        let placement = snap.placement;
+        match snap.moved {
+            Some(moved) if self.synced => {
+                for &p in moved {
+                    if p as usize >= self.pages.len() {
+                        continue;
+                    }
+                    let fast = is_fast(placement, p);
+                    match self.batch_of(p) {
+                        Some(b) if self.is_pristine_in(b, p) => {
+                            let c = &b.cursor[fast as usize];
+                            c.set(c.get().min(p));
+                        }
+                        _ => {
+                            let s = self.pages[p as usize];
+                            let key = (s.seq(), p);
+                            let class = &mut self.lists[s.hot() as usize];
+                            if class[!fast as usize].remove(&key) {
+                                class[fast as usize].insert(key);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {
+                let mut entries: Vec<(u64, PageIdx)> = Vec::new();
+                for class in &mut self.lists {
+                    for side in class.iter_mut() {
+                        entries.extend(std::mem::take(side));
+                    }
+                }
+                for (seq, p) in entries {
+                    let hot = self.pages[p as usize].hot();
+                    self.lists[hot as usize][is_fast(placement, p) as usize].insert((seq, p));
+                }
+                for b in &self.batches {
+                    b.cursor.iter().for_each(|c| c.set(b.start));
+                }
+            }
+        }
+        self.synced = snap.moved.is_some();
     }
 
     /// Bring a page's counts up to the global clock (lazy halving).
@@ -217,14 +372,15 @@ impl Hemem {
         let s = &mut self.pages[page];
         let shift = g.wrapping_sub(s.clock);
         if shift > 0 {
-            s.reads = if shift >= 32 { 0 } else { s.reads >> shift };
-            s.writes = if shift >= 32 { 0 } else { s.writes >> shift };
+            s.reads = if shift >= 16 { 0 } else { s.reads >> shift };
+            s.writes = if shift >= 16 { 0 } else { s.writes >> shift };
             s.clock = g;
         }
     }
 
     fn classify(&self, s: &PageState) -> bool {
-        s.reads >= self.cfg.hot_read_threshold || s.writes >= self.cfg.hot_write_threshold
+        s.reads as u32 >= self.cfg.hot_read_threshold
+            || s.writes as u32 >= self.cfg.hot_write_threshold
     }
 
     /// Current (cooled) read and write counts of a page.
@@ -233,16 +389,16 @@ impl Hemem {
             None => (0, 0),
             Some(s) => {
                 let shift = self.global_clock.wrapping_sub(s.clock);
-                if shift >= 32 {
+                if shift >= 16 {
                     (0, 0)
                 } else {
-                    (s.reads >> shift, s.writes >> shift)
+                    ((s.reads >> shift) as u32, (s.writes >> shift) as u32)
                 }
             }
         }
     }
 
-    fn on_sample(&mut self, page: usize, write: bool) {
+    fn on_sample(&mut self, page: usize, write: bool, placement: &[TierId]) {
         self.catch_up(page);
         let cooling = self.cfg.cooling_threshold;
         let s = &mut self.pages[page];
@@ -252,13 +408,16 @@ impl Hemem {
         } else {
             s.reads = s.reads.saturating_add(1);
             s.reads
-        };
+        } as u32;
+        if !s.live() {
+            s.set_flag(LIVE, true);
+            self.live.push(page as PageIdx);
+        }
         self.samples += 1;
         self.total_heat += 1.0;
         let hot = self.classify(&self.pages[page]);
-        if hot != self.pages[page].hot {
-            self.pages[page].hot = hot;
-            self.bump(page);
+        if hot != self.pages[page].hot() {
+            self.relist(page, hot, placement);
         }
         if c > cooling {
             self.global_clock = self.global_clock.wrapping_add(1);
@@ -269,44 +428,89 @@ impl Hemem {
     }
 
     /// The cooling walk: hot pages whose cooled counts fell below the thresholds move to
-    /// the tail of their tier's cold list.
+    /// the tail of their tier's cold list, in page order.
     /// The same pass re-sums the cooled counts, so `total_heat` (which the sample path only
-    /// halves approximately on a tick) is exact again at the end of every quantum.
-    fn cool_hot_lists(&mut self) {
+    /// halves approximately on a tick) is exact again at the end of every quantum. Only
+    /// `live` pages can have counts; those cooled to nothing leave it.
+    fn cool_hot_lists(&mut self, placement: &[TierId]) {
         let mut total = 0u64;
-        for i in 0..self.pages.len() {
-            let (r, w) = self.counts(i as PageIdx);
-            total += (r + w) as u64;
-            if self.pages[i].hot {
-                self.catch_up(i);
-                if !self.classify(&self.pages[i]) {
-                    self.pages[i].hot = false;
-                    self.bump(i);
-                }
+        let mut live = std::mem::take(&mut self.live);
+        live.sort_unstable();
+        live.retain(|&p| {
+            let i = p as usize;
+            self.catch_up(i);
+            let s = self.pages[i];
+            total += (s.reads + s.writes) as u64;
+            if s.hot() && !self.classify(&s) {
+                self.relist(i, false, placement);
             }
-        }
+            let keep = s.reads + s.writes > 0 || self.pages[i].hot();
+            if !keep {
+                self.pages[i].set_flag(LIVE, false);
+            }
+            keep
+        });
+        self.live = live;
         self.total_heat = total as f64;
     }
 
     /// A tier's hot or cold list in FIFO order (head first).
     fn list(&self, snap: &Snapshot<'_>, tier: TierId, hot: bool) -> Vec<PageIdx> {
-        self.list_head(snap, tier, hot, usize::MAX)
+        self.list_head(snap, tier, hot, usize::MAX, |_| true)
     }
 
-    /// The first `n` pages of a list: a partial selection, since the migration pass needs
-    /// only as many victims as it has hot pages to place (sorting a whole 16 Ki-page cold
-    /// list every 10 ms dominated the simulation).
-    fn list_head(&self, snap: &Snapshot<'_>, tier: TierId, hot: bool, n: usize) -> Vec<PageIdx> {
-        let mut v: Vec<(u64, PageIdx)> = pages_in(snap, tier)
-            .filter(|&p| self.pages.get(p as usize).is_some_and(|s| s.hot) == hot)
-            .map(|p| (self.pages.get(p as usize).map_or(0, |s| s.seq), p))
-            .collect();
-        if n < v.len() {
-            v.select_nth_unstable(n);
-            v.truncate(n);
+    /// The first `n` pages of a tier's list that `want` accepts (every tier below the
+    /// default one is its alternate side): the stored pages of that class and side in seq
+    /// order, merged for the cold list with the pristine pages found from the cursors.
+    fn list_head(
+        &self,
+        snap: &Snapshot<'_>,
+        tier: TierId,
+        hot: bool,
+        n: usize,
+        want: impl Fn(PageIdx) -> bool,
+    ) -> Vec<PageIdx> {
+        let fast = tier == FAST;
+        let placement = snap.placement;
+        let on_side = |p: PageIdx| is_fast(placement, p) == fast;
+        let mut listed = self.lists[hot as usize][fast as usize]
+            .iter()
+            .filter(|&&(_, p)| on_side(p) && want(p))
+            .peekable();
+        let mut out = Vec::new();
+        if !hot {
+            for b in &self.batches {
+                if out.len() >= n {
+                    break;
+                }
+                // The cursor moves to the first pristine page on this side, wanted or not.
+                let cursor = &b.cursor[fast as usize];
+                let mut first = None;
+                let mut p = cursor.get();
+                while p < b.end && out.len() < n {
+                    if on_side(p) && self.is_pristine_in(b, p) {
+                        first.get_or_insert(p);
+                        if want(p) {
+                            let seq = b.base_seq + (p - b.start) as u64;
+                            while let Some(&&(s, q)) = listed.peek() {
+                                if s >= seq || out.len() >= n {
+                                    break;
+                                }
+                                out.push(q);
+                                listed.next();
+                            }
+                            if out.len() < n {
+                                out.push(p);
+                            }
+                        }
+                    }
+                    p += 1;
+                }
+                cursor.set(first.unwrap_or(p));
+            }
         }
-        v.sort_unstable();
-        v.into_iter().map(|(_, p)| p).collect()
+        out.extend(listed.take(n.saturating_sub(out.len())).map(|&(_, p)| p));
+        out
     }
 
     /// The migration thread's pass.
@@ -323,7 +527,7 @@ impl Hemem {
         }
         // The cold list is only walked when the free pages do not suffice.
         let cold_fast = if (hot_alt.len() as u64) > free {
-            self.list_head(snap, FAST, false, hot_alt.len())
+            self.list_head(snap, FAST, false, hot_alt.len(), |_| true)
         } else {
             Vec::new()
         };
@@ -343,10 +547,10 @@ impl Hemem {
                     break;
                 }
                 plan.push(cp, SLOW);
-                self.bump(cp as usize);
+                self.bump(cp as usize, snap.placement);
             }
             plan.push(p, FAST);
-            self.bump(p as usize);
+            self.bump(p as usize, snap.placement);
         }
         plan
     }
@@ -372,16 +576,17 @@ impl HeatModel for Hemem {
     }
     fn ingest(&mut self, snap: &Snapshot<'_>) {
         self.ensure(snap.page_count());
+        self.sync(snap);
         let before = self.global_clock;
         for e in snap.events {
             if let HeatEvent::Sample { page, write } = *e {
                 if (page as usize) < self.pages.len() {
-                    self.on_sample(page as usize, write);
+                    self.on_sample(page as usize, write, snap.placement);
                 }
             }
         }
         if self.global_clock != before {
-            self.cool_hot_lists();
+            self.cool_hot_lists(snap.placement);
         }
     }
     fn heat(&self, page: PageIdx) -> f64 {
@@ -395,22 +600,23 @@ impl HeatModel for Hemem {
         self.cfg.cooling_threshold as f64
     }
     fn is_hot(&self, page: PageIdx) -> bool {
-        self.pages.get(page as usize).is_some_and(|s| s.hot)
+        self.pages.get(page as usize).is_some_and(|s| s.hot())
     }
     /// The cold list first (FIFO), then the hot list (FIFO).
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
         // HeMem's lists are two-sided (every tier below DRAM is its alternate side); a layer
         // asks for one tier's pages.
-        let exactly = |v: Vec<PageIdx>| {
-            v.into_iter()
-                .filter(|&p| snap.placement[p as usize] == tier)
-        };
-        let mut v: Vec<PageIdx> = exactly(self.list(snap, tier, false)).collect();
+        let exactly = |p: PageIdx| snap.placement[p as usize] == tier;
+        let mut v = self.list_head(snap, tier, false, n, exactly);
         if v.len() < n {
-            v.extend(exactly(self.list(snap, tier, true)));
+            v.extend(self.list_head(snap, tier, true, n - v.len(), exactly));
         }
-        v.truncate(n);
         v
+    }
+    fn warm_pages(&self) -> Option<Vec<PageIdx>> {
+        let mut v = self.live.clone();
+        v.sort_unstable();
+        Some(v)
     }
 }
 
@@ -654,5 +860,77 @@ mod tests {
         assert_eq!(h.pages_by_heat(&w.snap(), SLOW), vec![1, 3, 2]);
         assert!((h.access_probability(1) - 0.5).abs() < 1e-9);
         assert_eq!(h.heat_ceiling(), 10.0);
+    }
+
+    /// The lists as the definition gives them: every page of the class on the side, by seq.
+    fn lists_by_definition(h: &Hemem, w: &World, fast: bool, hot: bool) -> Vec<PageIdx> {
+        let mut v: Vec<(u64, PageIdx)> = (0..w.placement.len() as PageIdx)
+            .filter(|&p| is_fast(&w.placement, p) == fast && h.is_hot(p) == hot)
+            .map(|p| (h.pages[p as usize].seq(), p))
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, p)| p).collect()
+    }
+
+    #[test]
+    fn incremental_lists_match_the_definition_with_and_without_the_move_log() {
+        for log in [true, false] {
+            let mut w = World::new(96, 30, 40, 96);
+            if log {
+                w.moved = Some(Vec::new());
+            }
+            let mut h = hemem();
+            let mut x: u64 = 99;
+            let mut rand = |m: u64| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (x >> 33) % m
+            };
+            let mut checked = 0;
+            for round in 0..120 {
+                for _ in 0..30 {
+                    let page = rand(96) as u32;
+                    let page = page * page / 96; // low pages hotter
+                    w.events.push(HeatEvent::Sample { page, write: rand(2) == 1 });
+                }
+                let mut plan = h.decide(&w.snap());
+                // Moves HeMem did not plan (a Colloid layer's, reclaim): pristine pages
+                // into the default tier behind the cursor, others out of it.
+                for _ in 0..(round % 4) {
+                    let p = rand(96) as PageIdx;
+                    let to = if rand(2) == 0 { FAST } else { SLOW };
+                    plan.push(p, to);
+                }
+                w.apply(&plan);
+                let snap = w.snap();
+                h.sync(&snap);
+                for fast in [true, false] {
+                    let tier = if fast { FAST } else { SLOW };
+                    for hot in [true, false] {
+                        let want = lists_by_definition(&h, &w, fast, hot);
+                        for n in [1, 3, want.len(), usize::MAX] {
+                            let got = h.list_head(&snap, tier, hot, n, |_| true);
+                            assert_eq!(
+                                got,
+                                want[..n.min(want.len())].to_vec(),
+                                "log {log}, round {round}, fast {fast}, hot {hot}, n {n}"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+            assert!(h.lists[1].iter().any(|l| !l.is_empty()), "some page must be hot");
+            assert!(checked > 1000);
+        }
+    }
+
+    #[test]
+    fn cooling_threshold_above_the_count_width_is_refused() {
+        let c = HememConfig {
+            cooling_threshold: 70_000,
+            ..HememConfig::default()
+        };
+        let e = c.validate("policy").unwrap_err().to_string();
+        assert!(e.contains("cooling_threshold"), "{e}");
     }
 }

@@ -913,6 +913,7 @@ mod tests {
                 controls: &tiermem_core::NO_CONTROLS,
                 tenant_telemetry: &[],
                 access_bits: Some(&self.bits),
+                moved: None,
             }
         }
         fn apply(&mut self, plan: &Plan) {

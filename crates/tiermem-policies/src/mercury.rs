@@ -801,6 +801,7 @@ mod tests {
             controls: &tiermem_core::NO_CONTROLS,
             tenant_telemetry: &tel,
             access_bits: None,
+            moved: None,
         };
         m.control(&snap)
     }

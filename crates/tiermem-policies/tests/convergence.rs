@@ -199,6 +199,7 @@ fn converge(policy: &mut dyn Policy, m: &mut Machine, quanta: usize, accesses: u
             controls: &tiermem_core::NO_CONTROLS,
             tenant_telemetry: &[],
             access_bits: None,
+            moved: None,
         };
         let plan = policy.decide(&snap);
         m.apply(&plan, policy.migration_limit_bytes());
@@ -358,6 +359,7 @@ fn plan_invariants_on_random_snapshots() {
                     controls: &tiermem_core::NO_CONTROLS,
                     tenant_telemetry: &[],
                     access_bits: None,
+                    moved: None,
                 };
                 let plan = p.decide(&snap);
                 let mut seen = std::collections::BTreeSet::new();
@@ -461,6 +463,7 @@ fn odd_machines_are_handled() {
                 controls: &tiermem_core::NO_CONTROLS,
                 tenant_telemetry: &[],
                 access_bits: None,
+                moved: None,
             };
             assert!(
                 p.decide(&snap).moves.is_empty(),
@@ -494,6 +497,7 @@ fn odd_machines_are_handled() {
                 controls: &tiermem_core::NO_CONTROLS,
                 tenant_telemetry: &[],
                 access_bits: None,
+                moved: None,
             };
             let plan = p.decide(&snap);
             assert!(plan.moves.iter().all(|mv| mv.to.index() < 3), "{name}");

@@ -276,6 +276,17 @@ pub struct SimBackend {
     fault_events: Vec<HeatEvent>,
     /// Per tenant, the last quantum's measurements (the snapshot's `tenant_telemetry`).
     tenant_telemetry: Vec<TenantTelemetry>,
+    /// Whether anyone reads the NUMA hint-fault rate: a controller (Mercury) or the
+    /// per-tenant time series (more than one tenant). Its model costs a pass over every
+    /// page per quantum (half of a 2-tier GUPS run's time), so a single-tenant run
+    /// without a controller reports 0 instead of paying for it.
+    hint_fault_telemetry: bool,
+    /// The pages moved since the last `apply` began (the snapshot's `moved`), while
+    /// `moved_log_whole`; a wholesale change (`set_placement`) or a log past
+    /// `moved_log_cap` pages clears it and tells the policy to re-read the placement.
+    moved_log: Vec<PageIdx>,
+    moved_log_whole: bool,
+    moved_log_cap: usize,
     /// Application operations completed (all tenants), and the fixed amount of work after
     /// which the run stops (`stop_after_ops`) with the time it was done.
     ops_done: f64,
@@ -393,6 +404,7 @@ impl SimBackend {
             },
         };
         let pages: u64 = tenants.iter().map(|t| t.2.page_count() as u64).sum();
+        let tenant_count = tenants.len();
         // The memory tiers hold the initial placement; pages beyond them start compressed
         // (reclaimed into the pools, in tier order, as packing allows).
         let memory_cap: Vec<u64> = capacity_pages
@@ -540,6 +552,11 @@ impl SimBackend {
             interval_faults: vec![0.0; n],
             fault_events: Vec::new(),
             tenant_telemetry: Vec::new(),
+            hint_fault_telemetry: cfg.controller.is_some() || tenant_count > 1,
+            moved_log: Vec::new(),
+            // The first snapshot has no log: a policy reads the whole placement once.
+            moved_log_whole: false,
+            moved_log_cap: (pages as usize / 8).max(4096),
             ops_done: 0.0,
             work_ops: cfg.stop_after_ops,
             completed_at_ns: None,
@@ -670,6 +687,8 @@ impl SimBackend {
             }
         }
         self.placement = placement;
+        self.moved_log_whole = false;
+        self.moved_log.clear();
         self.pools = pools;
         self.due.clear();
         self.due_of.clear();
@@ -816,6 +835,14 @@ impl SimBackend {
     fn relocate(&mut self, p: usize, to: TierId, tenant: usize, w: Option<f64>) {
         let from = self.placement[p];
         self.placement[p] = to;
+        if self.moved_log_whole {
+            if self.moved_log.len() < self.moved_log_cap {
+                self.moved_log.push(p as PageIdx);
+            } else {
+                self.moved_log_whole = false;
+                self.moved_log = Vec::new();
+            }
+        }
         self.used_pages[from.index()] -= 1;
         self.used_pages[to.index()] += 1;
         self.tenant_used[tenant][from.index()] -= 1;
@@ -1570,7 +1597,11 @@ impl Backend for SimBackend {
                 ops_per_s: q.tenant_ops.get(t).map_or(0.0, |x| x / q.dt_s),
                 avg_latency_ns: q.tenant_lat.get(t).map_or(0.0, |x| x / q.dt_s),
                 bandwidth_bytes_per_s: q.tenant_bytes.get(t).map_or(0.0, |x| x / q.dt_s),
-                hint_faults_per_s: self.hint_faults_per_s(t),
+                hint_faults_per_s: if self.hint_fault_telemetry {
+                    self.hint_faults_per_s(t)
+                } else {
+                    0.0
+                },
                 used_bytes: self.tenant_used[t]
                     .iter()
                     .map(|u| u * self.page_bytes)
@@ -1599,9 +1630,13 @@ impl Backend for SimBackend {
             controls: &self.controls,
             tenant_telemetry: &self.tenant_telemetry,
             access_bits: self.tracker.access_bits(),
+            moved: self.moved_log_whole.then_some(self.moved_log.as_slice()),
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
+        // The last snapshot has been read: the log starts again for the next one.
+        self.moved_log.clear();
+        self.moved_log_whole = true;
         self.controls = plan.controls.clone();
         let mut a = Applied::default();
         let page = self.page_bytes;
