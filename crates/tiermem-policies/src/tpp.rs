@@ -55,7 +55,9 @@
 //! With THP, a scan counts a huge page as its 512 base pages, so the scan always covers
 //! `scan_size_mb` of memory: `scan_pages = scan_size / page_bytes`.
 
-use crate::heat::{capacity_pages, free_pages, ms_to_ns, pages_in, HeatModel, FAST, SLOW};
+use crate::heat::{capacity_pages, free_pages, ms_to_ns, HeatModel, FAST, SLOW};
+use std::cell::Cell;
+use std::collections::BTreeSet;
 use crate::registry::{PolicyEntry, PolicyParams};
 use crate::BuildContext;
 use serde::{Deserialize, Serialize};
@@ -316,6 +318,23 @@ pub struct Tpp {
     pub promotions_failed_room: u64,
     /// Candidates of this quantum that passed the checks (filled by `ingest`).
     pending: Vec<PageIdx>,
+    /// The inactive list kept incrementally, so kswapd costs what the quantum's events
+    /// cost rather than a sort of the default tier: every page seen so far, by its
+    /// `lru_key`, on the side (default tier or below) it was last seen on; the snapshot's
+    /// `moved` log keeps the sides true (without one they are rebuilt each quantum).
+    /// Never-seen pages come first (rate 0, `NEVER`) in page order; they are scanned from
+    /// `unseen_cursor[side]`, below which no never-seen page is on that side.
+    seen: [BTreeSet<LruKey>; 2],
+    unseen_cursor: [Cell<PageIdx>; 2],
+    synced: bool,
+}
+
+/// (rate bits, or 0 when the list ignores rates; last seen; page): the order kswapd
+/// demotes in, lowest first.
+type LruKey = (u32, u64, PageIdx);
+
+fn is_fast(placement: &[TierId], page: PageIdx) -> bool {
+    placement.get(page as usize) == Some(&FAST)
 }
 
 impl Tpp {
@@ -336,7 +355,74 @@ impl Tpp {
             promotions_refused_rate: 0,
             promotions_failed_room: 0,
             pending: Vec::new(),
+            seen: Default::default(),
+            unseen_cursor: Default::default(),
+            synced: false,
         }
+    }
+
+    fn lru_key(&self, page: PageIdx) -> LruKey {
+        let i = page as usize;
+        // Rates are finite and ≥ 0, so their bit patterns order like the values.
+        let rate = if self.cfg.lru == TppLru::FaultRate {
+            self.rate.get(i).copied().unwrap_or(0.0).to_bits()
+        } else {
+            0
+        };
+        (rate, self.last_seen_ns.get(i).copied().unwrap_or(NEVER), page)
+    }
+
+    /// Take a seen page off the list before its key changes.
+    fn unlist(&mut self, page: usize) {
+        if self.last_seen_ns[page] != NEVER {
+            let key = self.lru_key(page as PageIdx);
+            if !self.seen[0].remove(&key) {
+                self.seen[1].remove(&key);
+            }
+        }
+    }
+
+    /// Put a seen page back on the list, on the side `placement` says.
+    fn relist(&mut self, page: usize, placement: &[TierId]) {
+        let key = self.lru_key(page as PageIdx);
+        self.seen[is_fast(placement, page as PageIdx) as usize].insert(key);
+    }
+
+    /// Bring the sides and the never-seen cursors up to the snapshot's placement.
+    fn sync(&mut self, snap: &Snapshot<'_>) {
+        let placement = snap.placement;
+        match snap.moved {
+            Some(moved) if self.synced => {
+                for &p in moved {
+                    let i = p as usize;
+                    if i >= self.last_seen_ns.len() {
+                        continue;
+                    }
+                    let fast = is_fast(placement, p) as usize;
+                    if self.last_seen_ns[i] == NEVER {
+                        let c = &self.unseen_cursor[fast];
+                        c.set(c.get().min(p));
+                    } else {
+                        let key = self.lru_key(p);
+                        if self.seen[1 - fast].remove(&key) {
+                            self.seen[fast].insert(key);
+                        }
+                    }
+                }
+            }
+            _ => {
+                let keys: Vec<LruKey> = self
+                    .seen
+                    .iter_mut()
+                    .flat_map(std::mem::take)
+                    .collect();
+                for key in keys {
+                    self.seen[is_fast(placement, key.2) as usize].insert(key);
+                }
+                self.unseen_cursor.iter().for_each(|c| c.set(0));
+            }
+        }
+        self.synced = snap.moved.is_some();
     }
 
     fn scan_page_bytes(&self) -> u64 {
@@ -362,9 +448,11 @@ impl Tpp {
         }
     }
 
-    fn touch(&mut self, page: usize, now_ns: u64) {
+    fn touch(&mut self, page: usize, now_ns: u64, placement: &[TierId]) {
+        self.unlist(page);
         // +1 so that a page seen at t = 0 is more recent than one never seen.
         self.last_seen_ns[page] = now_ns + 1;
+        self.relist(page, placement);
     }
 
     /// `numa_promotion_adjust_threshold`.
@@ -480,6 +568,7 @@ impl HeatModel for Tpp {
     /// promotion candidates (alternate-tier faults that pass threshold and rate limit).
     fn ingest(&mut self, snap: &Snapshot<'_>) {
         self.ensure(snap.page_count());
+        self.sync(snap);
         self.pending.clear();
         let now = snap.now_ns;
         let two_tiers = snap.tiers.len() >= 2;
@@ -502,10 +591,11 @@ impl HeatModel for Tpp {
                     if i >= self.last_seen_ns.len() {
                         continue;
                     }
-                    self.touch(i, now);
                     let r = (1e9 / time_to_fault_ns.max(1.0)) as f32;
+                    self.unlist(i);
                     self.total_rate += r as f64 - self.rate[i] as f64;
                     self.rate[i] = r;
+                    self.touch(i, now, snap.placement);
                     if snap.placement[i] == FAST {
                         continue; // only seen when a layer also scans the default tier
                     }
@@ -532,7 +622,7 @@ impl HeatModel for Tpp {
                 | HeatEvent::TierFault { page }
                 | HeatEvent::Prefetched { page } => {
                     if (page as usize) < self.last_seen_ns.len() {
-                        self.touch(page as usize, now);
+                        self.touch(page as usize, now, snap.placement);
                     }
                 }
             }
@@ -554,28 +644,35 @@ impl HeatModel for Tpp {
     /// The inactive-list approximation: lowest fault-implied access rate first, then least
     /// recently seen, then page index.
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
-        let by_rate = self.cfg.lru == TppLru::FaultRate;
-        let key = |p: PageIdx| {
-            let i = p as usize;
-            // Rates are finite and ≥ 0, so their bit patterns order like the values.
-            let rate = if by_rate {
-                self.rate.get(i).copied().unwrap_or(0.0).to_bits()
-            } else {
-                0
-            };
-            (rate, self.last_seen_ns.get(i).copied().unwrap_or(NEVER), p)
-        };
-        // `pages_in` reads tier 1 as every tier below the default one; a layer asks for one.
-        let mut v: Vec<(u32, u64, PageIdx)> = pages_in(snap, tier)
-            .filter(|&p| snap.placement[p as usize] == tier)
-            .map(key)
-            .collect();
-        if n < v.len() {
-            v.select_nth_unstable(n);
-            v.truncate(n);
+        let placement = snap.placement;
+        let fast = tier == FAST;
+        // Both sides' lists read tier 1 as every tier below the default one; a layer asks
+        // for one tier.
+        let exactly = |p: PageIdx| placement[p as usize] == tier;
+        let mut out = Vec::new();
+        // Never-seen pages first, in page order; the cursor moves to the first one on this
+        // side, whichever tier it is in.
+        let cursor = &self.unseen_cursor[fast as usize];
+        let end = self.last_seen_ns.len().min(placement.len()) as PageIdx;
+        let (mut p, mut first) = (cursor.get(), None);
+        while p < end && out.len() < n {
+            if self.last_seen_ns[p as usize] == NEVER && is_fast(placement, p) == fast {
+                first.get_or_insert(p);
+                if exactly(p) {
+                    out.push(p);
+                }
+            }
+            p += 1;
         }
-        v.sort_unstable();
-        v.into_iter().map(|(_, _, p)| p).collect()
+        cursor.set(first.unwrap_or(p));
+        out.extend(
+            self.seen[fast as usize]
+                .iter()
+                .map(|k| k.2)
+                .filter(|&q| is_fast(placement, q) == fast && exactly(q))
+                .take(n.saturating_sub(out.len())),
+        );
+        out
     }
     /// kswapd alone (no promotions): demote to the promotion watermark if free memory is
     /// below the low watermark or a promotion failed.
@@ -628,7 +725,7 @@ impl Policy for Tpp {
             }
             if free > wm.high {
                 plan.push(p, FAST);
-                self.touch(p as usize, snap.now_ns);
+                self.touch(p as usize, snap.now_ns, snap.placement);
                 free -= 1;
             } else {
                 self.promotions_failed_room += 1;
@@ -993,5 +1090,68 @@ mod tests {
             a.iter().any(|p| !moved_to(p, SLOW).is_empty())
                 && a.iter().any(|p| !moved_to(p, FAST).is_empty())
         );
+    }
+
+    #[test]
+    fn incremental_inactive_list_matches_a_sort_with_and_without_the_move_log() {
+        for lru in [TppLru::FaultRate, TppLru::Recency] {
+            for log in [true, false] {
+                let mut w = World::new(200, 60, 80, 200);
+                w.add_tier("far", 200, 300.0);
+                if log {
+                    w.moved = Some(Vec::new());
+                }
+                let mut t = Tpp::new(TppConfig {
+                    lru,
+                    min_free_kbytes: Some(4096),
+                    watermark_scale_factor: 100,
+                    ..TppConfig::default()
+                });
+                let mut x: u64 = 3;
+                let mut rand = |m: u64| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (x >> 33) % m
+                };
+                let mut demoted = 0;
+                for round in 0..80 {
+                    for _ in 0..6 {
+                        let page = rand(200) as u32;
+                        if rand(3) == 0 {
+                            w.events.push(HeatEvent::Accessed { page });
+                        } else {
+                            fault(&mut w, page, rand(2000) as f64);
+                        }
+                    }
+                    let mut plan = t.decide(&w.snap());
+                    demoted += moved_to(&plan, SLOW).len();
+                    // Moves TPP did not plan (reclaim, a layer, the cascade): never-seen
+                    // pages back into the default tier behind the cursor, and others down.
+                    for _ in 0..(round % 3) {
+                        let p = rand(200) as PageIdx;
+                        plan.push(p, TierId(rand(3) as u8));
+                    }
+                    w.apply(&plan);
+                    w.now_ns += 1; // (apply advanced the clock one quantum)
+                    let snap = w.snap();
+                    t.sync(&snap);
+                    for tier in [FAST, SLOW, TierId(2)] {
+                        let mut want: Vec<LruKey> = (0..200)
+                            .filter(|&p| w.placement[p as usize] == tier)
+                            .map(|p| t.lru_key(p))
+                            .collect();
+                        want.sort_unstable();
+                        let want: Vec<PageIdx> = want.into_iter().map(|k| k.2).collect();
+                        for n in [1, 5, want.len(), usize::MAX] {
+                            assert_eq!(
+                                t.coldest_pages(&snap, tier, n),
+                                want[..n.min(want.len())].to_vec(),
+                                "{lru:?}, log {log}, round {round}, tier {tier:?}, n {n}"
+                            );
+                        }
+                    }
+                }
+                assert!(demoted > 0, "kswapd must have demoted");
+            }
+        }
     }
 }
