@@ -37,7 +37,7 @@
 //! clamps them to fixed page counts, which we omit to stay page-size agnostic).
 
 use crate::heat::{
-    capacity_pages, free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, pages_in,
+    capacity_pages, free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns,
     Budget, HeatModel, FAST, SLOW,
 };
 use crate::registry::{PolicyEntry, PolicyParams};
@@ -217,11 +217,24 @@ pub fn bin_of(count: u32) -> usize {
     }
 }
 
+fn is_fast(placement: &[TierId], page: PageIdx) -> bool {
+    placement.get(page as usize) == Some(&FAST)
+}
+
 /// MEMTIS's tracker state and page finder.
+///
+/// A quantum costs what its samples cost, not a pass over every page: `live` holds the
+/// pages with a count (cooling and the hot and warm lists read only those), and the
+/// default tier's never-counted pages, the coldest of all, are found from a cursor per
+/// side (`zero_cursor[fast]`: below it no page without a count is on that side), lowered
+/// by the snapshot's `moved` log and by cooling (reset each quantum without a log).
 #[derive(Clone, Debug)]
 pub struct Memtis {
     pub cfg: MemtisConfig,
     counts: Vec<u32>,
+    live: Vec<PageIdx>,
+    zero_cursor: [std::cell::Cell<PageIdx>; 2],
+    synced: bool,
     /// Pages per bin (pages never sampled since the last cooling are not counted).
     hist: [u64; BINS],
     total: f64,
@@ -242,6 +255,9 @@ impl Memtis {
         Memtis {
             cfg,
             counts: Vec::new(),
+            live: Vec::new(),
+            zero_cursor: Default::default(),
+            synced: false,
             hist: [0; BINS],
             total: 0.0,
             samples: 0,
@@ -271,10 +287,12 @@ impl Memtis {
 
     // `u64::is_multiple_of` needs Rust 1.87; the workspace supports 1.80.
     #[allow(unknown_lints, clippy::manual_is_multiple_of)]
-    fn on_sample(&mut self, page: usize, max_hot: u64) {
+    fn on_sample(&mut self, page: usize, max_hot: u64, placement: &[TierId]) {
         let c = self.counts[page];
         if c > 0 {
             self.hist[bin_of(c)] -= 1;
+        } else {
+            self.live.push(page as PageIdx);
         }
         let c = c.saturating_add(1);
         self.counts[page] = c;
@@ -282,7 +300,7 @@ impl Memtis {
         self.total += 1.0;
         self.samples += 1;
         if self.samples % self.cfg.cooling_period_samples == 0 {
-            self.cool();
+            self.cool(placement);
         } else if self.samples % self.cfg.adaptation_period_samples == 0 {
             // The first adaptation after a cooling applies the cooled rule (htmm_core.c:
             // `__cooling` sets `cooled`, `__adjust_active_threshold` consumes it).
@@ -291,16 +309,25 @@ impl Memtis {
         }
     }
 
-    fn cool(&mut self) {
+    fn cool(&mut self, placement: &[TierId]) {
         self.hist = [0; BINS];
         self.total = 0.0;
-        for c in self.counts.iter_mut() {
+        let (counts, hist, total) = (&mut self.counts, &mut self.hist, &mut self.total);
+        let cursors = &self.zero_cursor;
+        self.live.retain(|&p| {
+            let c = &mut counts[p as usize];
             *c >>= 1;
             if *c > 0 {
-                self.hist[bin_of(*c)] += 1;
-                self.total += *c as f64;
+                hist[bin_of(*c)] += 1;
+                *total += *c as f64;
+                true
+            } else {
+                // Back among the pages without a count: the cursor must not be past it.
+                let cursor = &cursors[is_fast(placement, p) as usize];
+                cursor.set(cursor.get().min(p));
+                false
             }
-        }
+        });
         self.coolings += 1;
         self.cooled = true;
     }
@@ -337,6 +364,33 @@ impl Memtis {
         self.max_hot_pages = max_hot;
     }
 
+    /// Bring the never-counted cursors up to the snapshot's placement.
+    fn sync(&mut self, snap: &Snapshot<'_>) {
+        match snap.moved {
+            Some(moved) if self.synced => {
+                for &p in moved {
+                    if self.count(p) == 0 && (p as usize) < self.counts.len() {
+                        let c = &self.zero_cursor[is_fast(snap.placement, p) as usize];
+                        c.set(c.get().min(p));
+                    }
+                }
+            }
+            _ => self.zero_cursor.iter().for_each(|c| c.set(0)),
+        }
+        self.synced = snap.moved.is_some();
+    }
+
+    /// The pages that can have bin `min_bin` or above, in page order: the live ones, or
+    /// every page when `min_bin` is 0.
+    fn pages_from_bin(&self, snap: &Snapshot<'_>, min_bin: usize) -> Vec<PageIdx> {
+        if min_bin == 0 {
+            return (0..snap.placement.len() as PageIdx).collect();
+        }
+        let mut v = self.live.clone();
+        v.sort_unstable();
+        v
+    }
+
     fn promo_wm(&self, snap: &Snapshot<'_>) -> u64 {
         (capacity_pages(snap, FAST) as f64 * self.cfg.promotion_watermark).ceil() as u64
     }
@@ -344,34 +398,61 @@ impl Memtis {
         (capacity_pages(snap, FAST) as f64 * self.cfg.demotion_watermark).ceil() as u64
     }
 
-    /// Pages of a tier matching `keep`, hottest first (ties: page index).
-    fn hottest(
-        &self,
-        snap: &Snapshot<'_>,
-        tier: TierId,
-        keep: impl Fn(PageIdx) -> bool,
-    ) -> Vec<PageIdx> {
-        let mut v: Vec<(u32, PageIdx)> = pages_in(snap, tier)
-            .filter(|&p| keep(p))
+    /// Pages of a tier in bin `min_bin` or above, hottest first (ties: page index).
+    fn hottest(&self, snap: &Snapshot<'_>, tier: TierId, min_bin: usize) -> Vec<PageIdx> {
+        let fast = tier == FAST;
+        let mut v: Vec<(u32, PageIdx)> = self
+            .pages_from_bin(snap, min_bin)
+            .into_iter()
+            .filter(|&p| is_fast(snap.placement, p) == fast && self.bin(p) >= min_bin)
             .map(|p| (self.count(p), p))
             .collect();
         v.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         v.into_iter().map(|(_, p)| p).collect()
     }
 
-    /// Pages of a tier matching `keep`, coldest first (ties: page index).
+    /// The first `n` pages of a tier matching `keep`, coldest first (ties: page index):
+    /// the pages without a count in page order (from the side's cursor), then the live
+    /// ones by count.
     fn coldest(
         &self,
         snap: &Snapshot<'_>,
         tier: TierId,
+        n: usize,
         keep: impl Fn(PageIdx) -> bool,
     ) -> Vec<PageIdx> {
-        let mut v: Vec<(u32, PageIdx)> = pages_in(snap, tier)
-            .filter(|&p| keep(p))
-            .map(|p| (self.count(p), p))
-            .collect();
-        v.sort_unstable();
-        v.into_iter().map(|(_, p)| p).collect()
+        let fast = tier == FAST;
+        let on_side = |p: PageIdx| is_fast(snap.placement, p) == fast;
+        let mut out = Vec::new();
+        let cursor = &self.zero_cursor[fast as usize];
+        let end = self.counts.len().min(snap.placement.len()) as PageIdx;
+        let (mut p, mut first) = (cursor.get(), None);
+        while p < end && out.len() < n {
+            if self.counts[p as usize] == 0 && on_side(p) {
+                first.get_or_insert(p);
+                if keep(p) {
+                    out.push(p);
+                }
+            }
+            p += 1;
+        }
+        cursor.set(first.unwrap_or(p));
+        if out.len() < n {
+            let mut v: Vec<(u32, PageIdx)> = self
+                .live
+                .iter()
+                .filter(|&&p| on_side(p) && keep(p))
+                .map(|&p| (self.count(p), p))
+                .collect();
+            let k = n - out.len();
+            if k < v.len() {
+                v.select_nth_unstable(k);
+                v.truncate(k);
+            }
+            v.sort_unstable();
+            out.extend(v.into_iter().map(|(_, p)| p));
+        }
+        out
     }
 
     /// The default tier's kmigraterd (`need_toptier_demotion` + `demote_node`): the cold
@@ -382,8 +463,10 @@ impl Memtis {
         let cap = capacity_pages(snap, FAST);
         let used = cap.saturating_sub(free_pages(snap, FAST));
         let active = self.active_threshold as usize;
-        let waiting = pages_in(snap, SLOW)
-            .filter(|&p| self.bin(p) >= active)
+        let waiting = self
+            .pages_from_bin(snap, active)
+            .into_iter()
+            .filter(|&p| !is_fast(snap.placement, p) && self.bin(p) >= active)
             .count() as u64;
         let (demo_wm, promo_wm) = (self.demo_wm(snap), self.promo_wm(snap));
         let fits = if waiting > 0 {
@@ -396,8 +479,7 @@ impl Memtis {
         }
         let exceeded = (used + waiting + promo_wm).saturating_sub(cap) as usize;
         let warm = self.warm_threshold as usize;
-        let mut out = self.coldest(snap, FAST, |p| self.bin(p) < warm);
-        out.truncate(exceeded);
+        let out = self.coldest(snap, FAST, exceeded, |p| self.bin(p) < warm);
         // `demote_node`: demoting less than what waits drops the warm band.
         if self.cfg.warm && waiting.min(exceeded as u64) > out.len() as u64 {
             self.warm_threshold = self.active_threshold;
@@ -420,7 +502,7 @@ impl Memtis {
         let mut room = cap.saturating_sub(self.promo_wm(snap)).saturating_sub(used);
         let mut victims = victims.into_iter().peekable();
         let active = self.active_threshold as usize;
-        for p in self.hottest(snap, SLOW, |p| self.bin(p) >= active) {
+        for p in self.hottest(snap, SLOW, active) {
             if room > 0 {
                 if !budget.take(1) {
                     break;
@@ -468,11 +550,12 @@ impl HeatModel for Memtis {
         if self.counts.len() < snap.page_count() {
             self.counts.resize(snap.page_count(), 0);
         }
+        self.sync(snap);
         let max_hot = capacity_pages(snap, FAST).saturating_sub(self.promo_wm(snap));
         for e in snap.events {
             if let HeatEvent::Sample { page, .. } = *e {
                 if (page as usize) < self.counts.len() {
-                    self.on_sample(page as usize, max_hot);
+                    self.on_sample(page as usize, max_hot, snap.placement);
                 }
             }
         }
@@ -494,9 +577,15 @@ impl HeatModel for Memtis {
     }
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
         // `coldest` reads tier 1 as every tier below the default one; a layer asks for one.
-        let mut v = self.coldest(snap, tier, |p| snap.placement[p as usize] == tier);
-        v.truncate(n);
-        v
+        self.coldest(snap, tier, n, |p| snap.placement[p as usize] == tier)
+    }
+    fn warm_pages(&self) -> Option<Vec<PageIdx>> {
+        // Pages without a count have no heat and are hot only with a bin-0 threshold.
+        (self.active_threshold > 0).then(|| {
+            let mut v = self.live.clone();
+            v.sort_unstable();
+            v
+        })
     }
     /// MEMTIS+Colloid scans the tiers' hot lists only (Colloid §4.2).
     fn colloid_hot_list_only(&self) -> bool {
@@ -869,5 +958,73 @@ mod tests {
         let a = run();
         assert_eq!(a, run());
         assert!(a.iter().any(|p| !p.moves.is_empty()));
+    }
+
+    #[test]
+    fn incremental_lists_match_a_sort_with_and_without_the_move_log() {
+        for log in [true, false] {
+            let mut w = World::new(150, 50, 60, 150);
+            if log {
+                w.moved = Some(Vec::new());
+            }
+            let mut m = Memtis::new(MemtisConfig {
+                cooling_period_samples: 97,
+                adaptation_period_samples: 23,
+                ..MemtisConfig::default()
+            });
+            let mut x: u64 = 5;
+            let mut rand = |k: u64| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (x >> 33) % k
+            };
+            let mut moves = 0;
+            for round in 0..150 {
+                for _ in 0..20 {
+                    let page = rand(150) as u32;
+                    let page = page * page / 150; // low pages hotter
+                    w.events.push(HeatEvent::Sample { page, write: false });
+                }
+                let mut plan = m.decide(&w.snap());
+                moves += plan.pages();
+                for _ in 0..(round % 3) {
+                    let p = rand(150) as PageIdx;
+                    plan.push(p, if rand(2) == 0 { FAST } else { SLOW });
+                }
+                w.apply(&plan);
+                let snap = w.snap();
+                m.sync(&snap);
+                let by_count = |fast: bool, hottest: bool| {
+                    let mut v: Vec<(u32, PageIdx)> = (0..150)
+                        .filter(|&p| (w.placement[p as usize] == FAST) == fast)
+                        .map(|p| (m.count(p), p))
+                        .collect();
+                    if hottest {
+                        v.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                    } else {
+                        v.sort_unstable();
+                    }
+                    v.into_iter().map(|(_, p)| p).collect::<Vec<PageIdx>>()
+                };
+                for fast in [true, false] {
+                    let tier = if fast { FAST } else { SLOW };
+                    let cold = by_count(fast, false);
+                    for n in [1, 7, cold.len(), usize::MAX] {
+                        assert_eq!(
+                            m.coldest(&snap, tier, n, |_| true),
+                            cold[..n.min(cold.len())].to_vec(),
+                            "coldest: log {log}, round {round}, fast {fast}, n {n}"
+                        );
+                    }
+                    for min_bin in [1, 2] {
+                        let hot: Vec<PageIdx> = by_count(fast, true)
+                            .into_iter()
+                            .filter(|&p| m.bin(p) >= min_bin)
+                            .collect();
+                        assert_eq!(m.hottest(&snap, tier, min_bin), hot, "hottest: log {log}, round {round}");
+                    }
+                }
+            }
+            assert!(m.coolings > 5 && moves > 0, "coolings {} moves {moves}", m.coolings);
+        }
     }
 }
