@@ -257,7 +257,12 @@ impl SimTracker {
             SimTracker::HintFaults(h) => &mut h.pending,
             SimTracker::AccessBits(a) => &mut a.pending,
         };
-        out.append(pending);
+        if out.is_empty() {
+            // The usual case (one tracker, events taken each quantum): hand the buffer over.
+            std::mem::swap(out, pending);
+        } else {
+            out.append(pending);
+        }
     }
 }
 
