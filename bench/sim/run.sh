@@ -4,12 +4,18 @@
 #    load/latency fixed point (crates/tiermem-sim/benches/access_path.rs);
 #  * placement: bytes per 4 KiB page of the placement state and the time of one quantum
 #    at 1 GiB, 64 GiB and 1 TiB simulated footprints (crates/tiermem-sim/benches/placement.rs),
-#    written to bench/sim/results.md. `bench/sim/run.sh 1GiB 64GiB` picks the sizes.
+#    written to bench/sim/results.md. `bench/sim/run.sh 1GiB 64GiB` picks the sizes;
+#  * end to end: whole `tiermem sim` runs under HeMem (fig1's, and GUPS at the same sizes
+#    plus 512 GiB), accesses/s/core, wall time and peak RSS (bench/sim/end_to_end.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo bench --quiet -p tiermem-sim --bench access_path
 table=$(cargo bench --quiet -p tiermem-sim --bench placement -- "$@")
 echo "$table"
+sizes=("$@")
+[ "${#sizes[@]}" -gt 0 ] || sizes=(1GiB 64GiB 512GiB 1TiB)
+e2e=$(bash bench/sim/end_to_end.sh "${sizes[@]}")
+echo "$e2e"
 {
     echo "# Simulator placement benchmark"
     echo
@@ -18,4 +24,13 @@ echo "$table"
     echo "See the bench's doc comment for what is measured."
     echo
     echo "$table"
+    echo
+    echo "## End to end"
+    echo
+    echo "Written by \`bench/sim/end_to_end.sh\`: whole \`tiermem sim\` runs of Colloid's GUPS base under HeMem"
+    echo "(footprint, hot set and tiers scaled together; 4 KiB pages except fig1's own run). Accesses/s/core:"
+    echo "the sampled accesses drawn (steady-state throughput x duration / accesses_per_sample) over the"
+    echo "simulation's wall time; process wall time adds setup and the plots."
+    echo
+    echo "$e2e"
 } >bench/sim/results.md
