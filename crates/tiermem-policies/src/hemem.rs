@@ -321,7 +321,10 @@ impl Hemem {
         self.relist(page, hot, placement);
     }
 
-    /// Bring the lists' sides and the scan cursors up to the snapshot's placement.
+    /// Bring the lists' sides and the scan cursors up to the snapshot's placement. With a
+    /// log, the pages it names change sides; at the first log after none, every side is
+    /// rebuilt. Without a log (the runtime), the sides go stale: `list_head` then reads
+    /// both sides and checks the placement, and the cursors restart each quantum.
     fn sync(&mut self, snap: &Snapshot<'_>) {
         let placement = snap.placement;
         match snap.moved {
@@ -347,23 +350,27 @@ impl Hemem {
                     }
                 }
             }
-            _ => {
-                let mut entries: Vec<(u64, PageIdx)> = Vec::new();
+            Some(_) => {
                 for class in &mut self.lists {
-                    for side in class.iter_mut() {
-                        entries.extend(std::mem::take(side));
-                    }
+                    let [below, fast] = class;
+                    let (stay, go): (Vec<_>, Vec<_>) = below
+                        .iter()
+                        .chain(fast.iter())
+                        .partition(|&&(_, p)| !is_fast(placement, p));
+                    *below = stay.into_iter().collect();
+                    *fast = go.into_iter().collect();
                 }
-                for (seq, p) in entries {
-                    let hot = self.pages[p as usize].hot();
-                    self.lists[hot as usize][is_fast(placement, p) as usize].insert((seq, p));
-                }
-                for b in &self.batches {
-                    b.cursor.iter().for_each(|c| c.set(b.start));
-                }
+                self.reset_cursors();
             }
+            None => self.reset_cursors(),
         }
         self.synced = snap.moved.is_some();
+    }
+
+    fn reset_cursors(&self) {
+        for b in &self.batches {
+            b.cursor.iter().for_each(|c| c.set(b.start));
+        }
     }
 
     /// Bring a page's counts up to the global clock (lazy halving).
@@ -473,8 +480,18 @@ impl Hemem {
         let fast = tier == FAST;
         let placement = snap.placement;
         let on_side = |p: PageIdx| is_fast(placement, p) == fast;
-        let mut listed = self.lists[hot as usize][fast as usize]
-            .iter()
+        // Synced, the side's set holds exactly the side's pages; else both sets are read.
+        let class = &self.lists[hot as usize];
+        let both: Vec<(u64, PageIdx)>;
+        let listed: Box<dyn Iterator<Item = &(u64, PageIdx)>> = if self.synced {
+            Box::new(class[fast as usize].iter())
+        } else {
+            let mut v: Vec<_> = class[0].iter().chain(class[1].iter()).copied().collect();
+            v.sort_unstable();
+            both = v;
+            Box::new(both.iter())
+        };
+        let mut listed = listed
             .filter(|&&(_, p)| on_side(p) && want(p))
             .peekable();
         let mut out = Vec::new();
@@ -874,7 +891,7 @@ mod tests {
 
     #[test]
     fn incremental_lists_match_the_definition_with_and_without_the_move_log() {
-        for log in [true, false] {
+        for (log, toggled) in [(true, false), (false, false), (true, true)] {
             let mut w = World::new(96, 30, 40, 96);
             if log {
                 w.moved = Some(Vec::new());
@@ -899,6 +916,10 @@ mod tests {
                     let p = rand(96) as PageIdx;
                     let to = if rand(2) == 0 { FAST } else { SLOW };
                     plan.push(p, to);
+                }
+                // The third pass switches the log off and on (the rebuild at its return).
+                if toggled && round % 10 == 0 {
+                    w.moved = if w.moved.is_some() { None } else { Some(Vec::new()) };
                 }
                 w.apply(&plan);
                 let snap = w.snap();

@@ -986,7 +986,7 @@ mod tests {
 
     #[test]
     fn incremental_lists_match_a_sort_with_and_without_the_move_log() {
-        for log in [true, false] {
+        for (log, toggled) in [(true, false), (false, false), (true, true)] {
             let mut w = World::new(150, 50, 60, 150);
             if log {
                 w.moved = Some(Vec::new());
@@ -1013,6 +1013,10 @@ mod tests {
                 for _ in 0..(round % 3) {
                     let p = rand(150) as PageIdx;
                     plan.push(p, if rand(2) == 0 { FAST } else { SLOW });
+                }
+                // The third pass switches the log off and on (the rebuild at its return).
+                if toggled && round % 10 == 0 {
+                    w.moved = if w.moved.is_some() { None } else { Some(Vec::new()) };
                 }
                 w.apply(&plan);
                 let snap = w.snap();

@@ -388,7 +388,10 @@ impl Tpp {
         self.seen[is_fast(placement, page as PageIdx) as usize].insert(key);
     }
 
-    /// Bring the sides and the never-seen cursors up to the snapshot's placement.
+    /// Bring the sides and the never-seen cursors up to the snapshot's placement. With a
+    /// log, the pages it names change sides; at the first log after none, every side is
+    /// rebuilt. Without a log (the runtime), the sides go stale: `coldest_pages` then
+    /// reads both sides and checks the placement, and the cursors restart each quantum.
     fn sync(&mut self, snap: &Snapshot<'_>) {
         let placement = snap.placement;
         match snap.moved {
@@ -410,17 +413,17 @@ impl Tpp {
                     }
                 }
             }
-            _ => {
-                let keys: Vec<LruKey> = self
-                    .seen
-                    .iter_mut()
-                    .flat_map(std::mem::take)
-                    .collect();
-                for key in keys {
-                    self.seen[is_fast(placement, key.2) as usize].insert(key);
-                }
+            Some(_) => {
+                let [below, fast] = &mut self.seen;
+                let (stay, go): (Vec<LruKey>, Vec<LruKey>) = below
+                    .iter()
+                    .chain(fast.iter())
+                    .partition(|k| !is_fast(placement, k.2));
+                *below = stay.into_iter().collect();
+                *fast = go.into_iter().collect();
                 self.unseen_cursor.iter().for_each(|c| c.set(0));
             }
+            None => self.unseen_cursor.iter().for_each(|c| c.set(0)),
         }
         self.synced = snap.moved.is_some();
     }
@@ -665,13 +668,20 @@ impl HeatModel for Tpp {
             p += 1;
         }
         cursor.set(first.unwrap_or(p));
-        out.extend(
-            self.seen[fast as usize]
-                .iter()
-                .map(|k| k.2)
-                .filter(|&q| is_fast(placement, q) == fast && exactly(q))
-                .take(n.saturating_sub(out.len())),
-        );
+        let wanted = |k: &&LruKey| is_fast(placement, k.2) == fast && exactly(k.2);
+        let left = n.saturating_sub(out.len());
+        if self.synced {
+            out.extend(self.seen[fast as usize].iter().filter(wanted).take(left).map(|k| k.2));
+        } else {
+            // Stale sides (no log): both sets, in key order.
+            let mut v: Vec<LruKey> = self.seen.iter().flatten().filter(wanted).copied().collect();
+            if left < v.len() {
+                v.select_nth_unstable(left);
+                v.truncate(left);
+            }
+            v.sort_unstable();
+            out.extend(v.into_iter().map(|k| k.2));
+        }
         out
     }
     /// kswapd alone (no promotions): demote to the promotion watermark if free memory is
@@ -1095,7 +1105,7 @@ mod tests {
     #[test]
     fn incremental_inactive_list_matches_a_sort_with_and_without_the_move_log() {
         for lru in [TppLru::FaultRate, TppLru::Recency] {
-            for log in [true, false] {
+            for (log, toggled) in [(true, false), (false, false), (true, true)] {
                 let mut w = World::new(200, 60, 80, 200);
                 w.add_tier("far", 200, 300.0);
                 if log {
@@ -1129,6 +1139,10 @@ mod tests {
                     for _ in 0..(round % 3) {
                         let p = rand(200) as PageIdx;
                         plan.push(p, TierId(rand(3) as u8));
+                    }
+                    // The third pass switches the log off and on (the rebuild at its return).
+                    if toggled && round % 10 == 0 {
+                        w.moved = if w.moved.is_some() { None } else { Some(Vec::new()) };
                     }
                     w.apply(&plan);
                     w.now_ns += 1; // (apply advanced the clock one quantum)
