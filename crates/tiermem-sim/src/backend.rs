@@ -281,14 +281,16 @@ pub struct SimBackend {
     /// page per quantum (half of a 2-tier GUPS run's time), so a single-tenant run
     /// without a controller reports 0 instead of paying for it.
     hint_fault_telemetry: bool,
-    /// The pages moved since the last `apply` began (the snapshot's `moved`), while
-    /// `moved_log_whole`; a wholesale change (`set_placement`) or a log past
-    /// `moved_log_cap` pages clears it and tells the policy to re-read the placement.
+    /// The pages moved since the first `apply` after the last snapshot (the snapshot's
+    /// `moved`), while `moved_log_whole`; a wholesale change (`set_placement`) or a log
+    /// past `moved_log_cap` pages clears it and tells the policy to re-read the placement.
+    /// `moved_log_read`: a snapshot has shown the log, so the next `apply` starts it again.
     moved_log: Vec<PageIdx>,
     moved_log_whole: bool,
+    moved_log_cap: usize,
+    moved_log_read: bool,
     /// The last single-tenant fixed point and the bits of its inputs (`solve`).
     solve_memo: std::cell::RefCell<Option<(Vec<u64>, Equilibrium)>>,
-    moved_log_cap: usize,
     /// Application operations completed (all tenants), and the fixed amount of work after
     /// which the run stops (`stop_after_ops`) with the time it was done.
     ops_done: f64,
@@ -556,10 +558,11 @@ impl SimBackend {
             tenant_telemetry: Vec::new(),
             hint_fault_telemetry: cfg.controller.is_some() || tenant_count > 1,
             moved_log: Vec::new(),
-            solve_memo: Default::default(),
             // The first snapshot has no log: a policy reads the whole placement once.
             moved_log_whole: false,
             moved_log_cap: (pages as usize / 8).max(4096),
+            moved_log_read: false,
+            solve_memo: Default::default(),
             ops_done: 0.0,
             work_ops: cfg.stop_after_ops,
             completed_at_ns: None,
@@ -1650,6 +1653,7 @@ impl Backend for SimBackend {
         self.now_ns
     }
     fn observe(&mut self) -> Snapshot<'_> {
+        self.moved_log_read = true;
         Snapshot {
             now_ns: self.now_ns,
             quantum_ns: self.last_quantum_ns,
@@ -1666,9 +1670,11 @@ impl Backend for SimBackend {
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
-        // The last snapshot has been read: the log starts again for the next one.
-        self.moved_log.clear();
-        self.moved_log_whole = true;
+        // A snapshot has shown the log: it starts again for the next one.
+        if std::mem::take(&mut self.moved_log_read) {
+            self.moved_log.clear();
+            self.moved_log_whole = true;
+        }
         self.controls = plan.controls.clone();
         let mut a = Applied::default();
         let page = self.page_bytes;
