@@ -148,6 +148,12 @@ pub fn pages_in<'a>(snap: &'a Snapshot<'_>, tier: TierId) -> impl Iterator<Item 
         .map(|(i, _)| i as PageIdx)
 }
 
+/// Whether `page` is in the default tier (the side of the two-sided lists that policies
+/// keep; pages past the placement count as below it).
+pub fn in_default_tier(placement: &[TierId], page: PageIdx) -> bool {
+    placement.get(page as usize) == Some(&FAST)
+}
+
 /// Whole free pages in a tier.
 pub fn free_pages(snap: &Snapshot<'_>, tier: TierId) -> u64 {
     if tier.index() >= snap.tiers.len() || snap.page_bytes == 0 {
@@ -288,6 +294,11 @@ pub(crate) mod testutil {
             }
         }
 
+        /// Keep a move log (`true`), as the simulator does, or none, as the runtime.
+        pub fn log_moves(&mut self, on: bool) {
+            self.moved = on.then(Vec::new);
+        }
+
         pub fn snap(&self) -> Snapshot<'_> {
             Snapshot {
                 now_ns: self.now_ns,
@@ -351,6 +362,25 @@ pub(crate) mod testutil {
     }
 
     /// The pages a plan moves to `to`, in plan order.
+    /// The move-log settings the incremental lists are tested under: (log from the
+    /// start, switched off and on every `LOG_TOGGLE_ROUNDS` rounds).
+    pub const LOG_MODES: [(bool, bool); 3] = [(true, false), (false, false), (true, true)];
+    pub const LOG_TOGGLE_ROUNDS: usize = 10;
+
+    /// A small deterministic generator for the tests' synthetic events (Knuth's MMIX LCG).
+    pub struct Lcg(pub u64);
+
+    impl Lcg {
+        /// A number in `0..m`.
+        pub fn below(&mut self, m: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) % m
+        }
+    }
+
     pub fn moved_to(plan: &tiermem_core::Plan, to: TierId) -> Vec<u32> {
         plan.moves
             .iter()

@@ -31,7 +31,7 @@
 //! HeMem manages 2 MB pages; nothing here assumes a page size (`snap.page_bytes`).
 
 use crate::heat::{
-    free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns, Budget,
+    free_pages, gbps_to_bytes_per_quantum, in_default_tier, mib_per_s_to_gbps, ms_to_ns, Budget,
     HeatModel, FAST, SLOW,
 };
 use crate::registry::{PolicyEntry, PolicyParams};
@@ -241,10 +241,6 @@ pub struct Hemem {
     pub cools: u64,
 }
 
-fn is_fast(placement: &[TierId], page: PageIdx) -> bool {
-    placement.get(page as usize) == Some(&FAST)
-}
-
 impl Hemem {
     pub fn new(cfg: HememConfig) -> Self {
         Hemem {
@@ -312,7 +308,7 @@ impl Hemem {
         let s = &mut self.pages[page];
         s.set_flag(HOT, hot);
         s.set_seq(self.next_seq);
-        self.lists[hot as usize][is_fast(placement, p) as usize].insert((self.next_seq, p));
+        self.lists[hot as usize][in_default_tier(placement, p) as usize].insert((self.next_seq, p));
         self.next_seq += 1;
     }
 
@@ -333,7 +329,7 @@ impl Hemem {
                     if p as usize >= self.pages.len() {
                         continue;
                     }
-                    let fast = is_fast(placement, p);
+                    let fast = in_default_tier(placement, p);
                     match self.batch_of(p) {
                         Some(b) if self.is_pristine_in(b, p) => {
                             let c = &b.cursor[fast as usize];
@@ -356,7 +352,7 @@ impl Hemem {
                     let (stay, go): (Vec<_>, Vec<_>) = below
                         .iter()
                         .chain(fast.iter())
-                        .partition(|&&(_, p)| !is_fast(placement, p));
+                        .partition(|&&(_, p)| !in_default_tier(placement, p));
                     *below = stay.into_iter().collect();
                     *fast = go.into_iter().collect();
                 }
@@ -479,7 +475,7 @@ impl Hemem {
     ) -> Vec<PageIdx> {
         let fast = tier == FAST;
         let placement = snap.placement;
-        let on_side = |p: PageIdx| is_fast(placement, p) == fast;
+        let on_side = |p: PageIdx| in_default_tier(placement, p) == fast;
         // Synced, the side's set holds exactly the side's pages; else both sets are read.
         let class = &self.lists[hot as usize];
         let both: Vec<(u64, PageIdx)>;
@@ -660,7 +656,7 @@ impl Policy for Hemem {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heat::testutil::{moved_to, World, PAGE};
+    use crate::heat::testutil::{moved_to, Lcg, World, LOG_MODES, LOG_TOGGLE_ROUNDS, PAGE};
 
     fn hemem() -> Hemem {
         Hemem::new(HememConfig::default())
@@ -882,7 +878,7 @@ mod tests {
     /// The lists as the definition gives them: every page of the class on the side, by seq.
     fn lists_by_definition(h: &Hemem, w: &World, fast: bool, hot: bool) -> Vec<PageIdx> {
         let mut v: Vec<(u64, PageIdx)> = (0..w.placement.len() as PageIdx)
-            .filter(|&p| is_fast(&w.placement, p) == fast && h.is_hot(p) == hot)
+            .filter(|&p| in_default_tier(&w.placement, p) == fast && h.is_hot(p) == hot)
             .map(|p| (h.pages[p as usize].seq(), p))
             .collect();
         v.sort_unstable();
@@ -891,17 +887,12 @@ mod tests {
 
     #[test]
     fn incremental_lists_match_the_definition_with_and_without_the_move_log() {
-        for (log, toggled) in [(true, false), (false, false), (true, true)] {
+        for (log, toggled) in LOG_MODES {
             let mut w = World::new(96, 30, 40, 96);
-            if log {
-                w.moved = Some(Vec::new());
-            }
+            w.log_moves(log);
             let mut h = hemem();
-            let mut x: u64 = 99;
-            let mut rand = |m: u64| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                (x >> 33) % m
-            };
+            let mut rng = Lcg(99);
+            let mut rand = |m: u64| rng.below(m);
             let mut checked = 0;
             for round in 0..120 {
                 for _ in 0..30 {
@@ -918,8 +909,8 @@ mod tests {
                     plan.push(p, to);
                 }
                 // The third pass switches the log off and on (the rebuild at its return).
-                if toggled && round % 10 == 0 {
-                    w.moved = if w.moved.is_some() { None } else { Some(Vec::new()) };
+                if toggled && round % LOG_TOGGLE_ROUNDS == 0 {
+                    w.log_moves(w.moved.is_none());
                 }
                 w.apply(&plan);
                 let snap = w.snap();

@@ -38,7 +38,7 @@
 
 use crate::heat::{
     capacity_pages, free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns,
-    Budget, HeatModel, FAST, SLOW,
+    in_default_tier, Budget, HeatModel, FAST, SLOW,
 };
 use crate::registry::{PolicyEntry, PolicyParams};
 use crate::BuildContext;
@@ -228,10 +228,6 @@ fn countdown(left: &mut u64, period: u64) -> bool {
     }
 }
 
-fn is_fast(placement: &[TierId], page: PageIdx) -> bool {
-    placement.get(page as usize) == Some(&FAST)
-}
-
 /// MEMTIS's tracker state and page finder.
 ///
 /// A quantum costs what its samples cost, not a pass over every page: `live` holds the
@@ -347,7 +343,7 @@ impl Memtis {
                 true
             } else {
                 // Back among the pages without a count: the cursor must not be past it.
-                let cursor = &cursors[is_fast(placement, p) as usize];
+                let cursor = &cursors[in_default_tier(placement, p) as usize];
                 cursor.set(cursor.get().min(p));
                 false
             }
@@ -394,7 +390,7 @@ impl Memtis {
             Some(moved) if self.synced => {
                 for &p in moved {
                     if self.count(p) == 0 && (p as usize) < self.counts.len() {
-                        let c = &self.zero_cursor[is_fast(snap.placement, p) as usize];
+                        let c = &self.zero_cursor[in_default_tier(snap.placement, p) as usize];
                         c.set(c.get().min(p));
                     }
                 }
@@ -428,7 +424,7 @@ impl Memtis {
         let mut v: Vec<(u32, PageIdx)> = self
             .pages_from_bin(snap, min_bin)
             .into_iter()
-            .filter(|&p| is_fast(snap.placement, p) == fast && self.bin(p) >= min_bin)
+            .filter(|&p| in_default_tier(snap.placement, p) == fast && self.bin(p) >= min_bin)
             .map(|p| (self.count(p), p))
             .collect();
         v.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -446,7 +442,7 @@ impl Memtis {
         keep: impl Fn(PageIdx) -> bool,
     ) -> Vec<PageIdx> {
         let fast = tier == FAST;
-        let on_side = |p: PageIdx| is_fast(snap.placement, p) == fast;
+        let on_side = |p: PageIdx| in_default_tier(snap.placement, p) == fast;
         let mut out = Vec::new();
         let cursor = &self.zero_cursor[fast as usize];
         let end = self.counts.len().min(snap.placement.len()) as PageIdx;
@@ -490,7 +486,7 @@ impl Memtis {
         let waiting = self
             .pages_from_bin(snap, active)
             .into_iter()
-            .filter(|&p| !is_fast(snap.placement, p) && self.bin(p) >= active)
+            .filter(|&p| !in_default_tier(snap.placement, p) && self.bin(p) >= active)
             .count() as u64;
         let (demo_wm, promo_wm) = (self.demo_wm(snap), self.promo_wm(snap));
         let fits = if waiting > 0 {
@@ -664,7 +660,7 @@ impl Policy for Memtis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heat::testutil::{moved_to, World};
+    use crate::heat::testutil::{moved_to, Lcg, World, LOG_MODES, LOG_TOGGLE_ROUNDS};
 
     fn small(adapt: u64) -> MemtisConfig {
         MemtisConfig {
@@ -986,21 +982,16 @@ mod tests {
 
     #[test]
     fn incremental_lists_match_a_sort_with_and_without_the_move_log() {
-        for (log, toggled) in [(true, false), (false, false), (true, true)] {
+        for (log, toggled) in LOG_MODES {
             let mut w = World::new(150, 50, 60, 150);
-            if log {
-                w.moved = Some(Vec::new());
-            }
+            w.log_moves(log);
             let mut m = Memtis::new(MemtisConfig {
                 cooling_period_samples: 97,
                 adaptation_period_samples: 23,
                 ..MemtisConfig::default()
             });
-            let mut x: u64 = 5;
-            let mut rand = |k: u64| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                (x >> 33) % k
-            };
+            let mut rng = Lcg(5);
+            let mut rand = |m: u64| rng.below(m);
             let mut moves = 0;
             for round in 0..150 {
                 for _ in 0..20 {
@@ -1015,8 +1006,8 @@ mod tests {
                     plan.push(p, if rand(2) == 0 { FAST } else { SLOW });
                 }
                 // The third pass switches the log off and on (the rebuild at its return).
-                if toggled && round % 10 == 0 {
-                    w.moved = if w.moved.is_some() { None } else { Some(Vec::new()) };
+                if toggled && round % LOG_TOGGLE_ROUNDS == 0 {
+                    w.log_moves(w.moved.is_none());
                 }
                 w.apply(&plan);
                 let snap = w.snap();

@@ -55,7 +55,9 @@
 //! With THP, a scan counts a huge page as its 512 base pages, so the scan always covers
 //! `scan_size_mb` of memory: `scan_pages = scan_size / page_bytes`.
 
-use crate::heat::{capacity_pages, free_pages, ms_to_ns, HeatModel, FAST, SLOW};
+use crate::heat::{
+    capacity_pages, free_pages, in_default_tier, ms_to_ns, HeatModel, FAST, SLOW,
+};
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use crate::registry::{PolicyEntry, PolicyParams};
@@ -333,10 +335,6 @@ pub struct Tpp {
 /// demotes in, lowest first.
 type LruKey = (u32, u64, PageIdx);
 
-fn is_fast(placement: &[TierId], page: PageIdx) -> bool {
-    placement.get(page as usize) == Some(&FAST)
-}
-
 impl Tpp {
     pub fn new(cfg: TppConfig) -> Self {
         let th = cfg.hot_threshold_ms * 1e6;
@@ -385,7 +383,7 @@ impl Tpp {
     /// Put a seen page back on the list, on the side `placement` says.
     fn relist(&mut self, page: usize, placement: &[TierId]) {
         let key = self.lru_key(page as PageIdx);
-        self.seen[is_fast(placement, page as PageIdx) as usize].insert(key);
+        self.seen[in_default_tier(placement, page as PageIdx) as usize].insert(key);
     }
 
     /// Bring the sides and the never-seen cursors up to the snapshot's placement. With a
@@ -401,7 +399,7 @@ impl Tpp {
                     if i >= self.last_seen_ns.len() {
                         continue;
                     }
-                    let fast = is_fast(placement, p) as usize;
+                    let fast = in_default_tier(placement, p) as usize;
                     if self.last_seen_ns[i] == NEVER {
                         let c = &self.unseen_cursor[fast];
                         c.set(c.get().min(p));
@@ -418,7 +416,7 @@ impl Tpp {
                 let (stay, go): (Vec<LruKey>, Vec<LruKey>) = below
                     .iter()
                     .chain(fast.iter())
-                    .partition(|k| !is_fast(placement, k.2));
+                    .partition(|k| !in_default_tier(placement, k.2));
                 *below = stay.into_iter().collect();
                 *fast = go.into_iter().collect();
                 self.unseen_cursor.iter().for_each(|c| c.set(0));
@@ -659,7 +657,7 @@ impl HeatModel for Tpp {
         let end = self.last_seen_ns.len().min(placement.len()) as PageIdx;
         let (mut p, mut first) = (cursor.get(), None);
         while p < end && out.len() < n {
-            if self.last_seen_ns[p as usize] == NEVER && is_fast(placement, p) == fast {
+            if self.last_seen_ns[p as usize] == NEVER && in_default_tier(placement, p) == fast {
                 first.get_or_insert(p);
                 if exactly(p) {
                     out.push(p);
@@ -668,7 +666,7 @@ impl HeatModel for Tpp {
             p += 1;
         }
         cursor.set(first.unwrap_or(p));
-        let wanted = |k: &&LruKey| is_fast(placement, k.2) == fast && exactly(k.2);
+        let wanted = |k: &&LruKey| in_default_tier(placement, k.2) == fast && exactly(k.2);
         let left = n.saturating_sub(out.len());
         if self.synced {
             out.extend(self.seen[fast as usize].iter().filter(wanted).take(left).map(|k| k.2));
@@ -757,7 +755,7 @@ impl Policy for Tpp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heat::testutil::{moved_to, World, PAGE};
+    use crate::heat::testutil::{moved_to, Lcg, World, LOG_MODES, LOG_TOGGLE_ROUNDS, PAGE};
 
     fn fault(w: &mut World, page: u32, ms: f64) {
         w.events.push(HeatEvent::HintFault {
@@ -1105,23 +1103,18 @@ mod tests {
     #[test]
     fn incremental_inactive_list_matches_a_sort_with_and_without_the_move_log() {
         for lru in [TppLru::FaultRate, TppLru::Recency] {
-            for (log, toggled) in [(true, false), (false, false), (true, true)] {
+            for (log, toggled) in LOG_MODES {
                 let mut w = World::new(200, 60, 80, 200);
                 w.add_tier("far", 200, 300.0);
-                if log {
-                    w.moved = Some(Vec::new());
-                }
+                w.log_moves(log);
                 let mut t = Tpp::new(TppConfig {
                     lru,
                     min_free_kbytes: Some(4096),
                     watermark_scale_factor: 100,
                     ..TppConfig::default()
                 });
-                let mut x: u64 = 3;
-                let mut rand = |m: u64| {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                    (x >> 33) % m
-                };
+                let mut rng = Lcg(3);
+                let mut rand = |m: u64| rng.below(m);
                 let mut demoted = 0;
                 for round in 0..80 {
                     for _ in 0..6 {
@@ -1141,8 +1134,8 @@ mod tests {
                         plan.push(p, TierId(rand(3) as u8));
                     }
                     // The third pass switches the log off and on (the rebuild at its return).
-                    if toggled && round % 10 == 0 {
-                        w.moved = if w.moved.is_some() { None } else { Some(Vec::new()) };
+                    if toggled && round % LOG_TOGGLE_ROUNDS == 0 {
+                        w.log_moves(w.moved.is_none());
                     }
                     w.apply(&plan);
                     w.now_ns += 1; // (apply advanced the clock one quantum)
