@@ -154,6 +154,52 @@ pub fn in_default_tier(placement: &[TierId], page: PageIdx) -> bool {
     placement.get(page as usize) == Some(&FAST)
 }
 
+/// Where to resume scanning for the pages a policy keeps in no list (never sampled, never
+/// seen: the coldest of all, in page order), one position per side of the default tier.
+/// Invariant: below `cursor[side]` no such page is on that side. The policy lowers it when
+/// one enters the side (a logged move, a count cooled to nothing) and resets it when it
+/// cannot know (no move log). Cells, so the `&self` page finders can advance it.
+#[derive(Clone, Debug, Default)]
+pub struct SideCursors([std::cell::Cell<PageIdx>; 2]);
+
+impl SideCursors {
+    pub fn new(start: PageIdx) -> Self {
+        SideCursors([std::cell::Cell::new(start), std::cell::Cell::new(start)])
+    }
+    /// A page of the set entered side `fast`.
+    pub fn lower(&self, fast: bool, page: PageIdx) {
+        let c = &self.0[fast as usize];
+        c.set(c.get().min(page));
+    }
+    pub fn reset(&self, start: PageIdx) {
+        self.0.iter().for_each(|c| c.set(start));
+    }
+    /// Visit the set's pages (`in_set`) on side `fast`, from the cursor up to `end` in
+    /// page order, while `visit` returns true (wanting more); the cursor moves to the first
+    /// one found.
+    pub fn scan(
+        &self,
+        fast: bool,
+        end: PageIdx,
+        placement: &[TierId],
+        in_set: impl Fn(PageIdx) -> bool,
+        mut visit: impl FnMut(PageIdx) -> bool,
+    ) {
+        let cursor = &self.0[fast as usize];
+        let (mut p, mut first) = (cursor.get(), None);
+        while p < end {
+            if in_default_tier(placement, p) == fast && in_set(p) {
+                first.get_or_insert(p);
+                if !visit(p) {
+                    break;
+                }
+            }
+            p += 1;
+        }
+        cursor.set(first.unwrap_or(p));
+    }
+}
+
 /// Whole free pages in a tier.
 pub fn free_pages(snap: &Snapshot<'_>, tier: TierId) -> u64 {
     if tier.index() >= snap.tiers.len() || snap.page_bytes == 0 {

@@ -31,7 +31,8 @@
 //! HeMem manages 2 MB pages; nothing here assumes a page size (`snap.page_bytes`).
 
 use crate::heat::{
-    free_pages, gbps_to_bytes_per_quantum, in_default_tier, mib_per_s_to_gbps, ms_to_ns, Budget,
+    free_pages, gbps_to_bytes_per_quantum, in_default_tier, mib_per_s_to_gbps, ms_to_ns,
+    SideCursors, Budget,
     HeatModel, FAST, SLOW,
 };
 use crate::registry::{PolicyEntry, PolicyParams};
@@ -204,14 +205,13 @@ impl PageState {
 
 /// Pages that entered the cold list together on first touch (`ensure`): page
 /// `start + i` got seq `base_seq + i`. Those still there ("pristine": never bumped) are
-/// not stored in any list; they are found by scanning the batch from `cursor[side]`, below
-/// which no pristine page is on that side (`[below, fast]`).
+/// not stored in any list; they are found by scanning the batch from `cursor`.
 #[derive(Clone, Debug)]
 struct Batch {
     start: PageIdx,
     end: PageIdx,
     base_seq: u64,
-    cursor: [std::cell::Cell<PageIdx>; 2],
+    cursor: SideCursors,
 }
 
 /// HeMem's tracker state and page finder.
@@ -220,7 +220,7 @@ struct Batch {
 /// cost, not a pass over every page: `lists[hot][fast]` holds `(seq, page)` of every page
 /// that left its first-touch place in the cold list, by class and by side (default tier or
 /// below) as last seen; the snapshot's `moved` log keeps the sides true (without a log,
-/// e.g. on the runtime, they are rebuilt from the placement each quantum). Pristine pages
+/// e.g. on the runtime, both sides are read). Pristine pages
 /// are in `batches`. `live` holds the pages whose counts may be nonzero, so cooling and
 /// the heat total walk only those.
 #[derive(Clone, Debug)]
@@ -272,7 +272,7 @@ impl Hemem {
                 start,
                 end,
                 base_seq: self.next_seq,
-                cursor: [std::cell::Cell::new(start), std::cell::Cell::new(start)],
+                cursor: SideCursors::new(start),
             });
             self.next_seq += (n - start as usize) as u64;
         }
@@ -332,8 +332,7 @@ impl Hemem {
                     let fast = in_default_tier(placement, p);
                     match self.batch_of(p) {
                         Some(b) if self.is_pristine_in(b, p) => {
-                            let c = &b.cursor[fast as usize];
-                            c.set(c.get().min(p));
+                            b.cursor.lower(fast, p);
                         }
                         _ => {
                             let s = self.pages[p as usize];
@@ -365,7 +364,7 @@ impl Hemem {
 
     fn reset_cursors(&self) {
         for b in &self.batches {
-            b.cursor.iter().for_each(|c| c.set(b.start));
+            b.cursor.reset(b.start);
         }
     }
 
@@ -496,30 +495,23 @@ impl Hemem {
                 if out.len() >= n {
                     break;
                 }
-                // The cursor moves to the first pristine page on this side, wanted or not.
-                let cursor = &b.cursor[fast as usize];
-                let mut first = None;
-                let mut p = cursor.get();
-                while p < b.end && out.len() < n {
-                    if on_side(p) && self.is_pristine_in(b, p) {
-                        first.get_or_insert(p);
-                        if want(p) {
-                            let seq = b.base_seq + (p - b.start) as u64;
-                            while let Some(&&(s, q)) = listed.peek() {
-                                if s >= seq || out.len() >= n {
-                                    break;
-                                }
-                                out.push(q);
-                                listed.next();
+                let pristine = |p: PageIdx| self.is_pristine_in(b, p);
+                b.cursor.scan(fast, b.end, placement, pristine, |p| {
+                    if want(p) {
+                        let seq = b.base_seq + (p - b.start) as u64;
+                        while let Some(&&(s, q)) = listed.peek() {
+                            if s >= seq || out.len() >= n {
+                                break;
                             }
-                            if out.len() < n {
-                                out.push(p);
-                            }
+                            out.push(q);
+                            listed.next();
+                        }
+                        if out.len() < n {
+                            out.push(p);
                         }
                     }
-                    p += 1;
-                }
-                cursor.set(first.unwrap_or(p));
+                    out.len() < n
+                });
             }
         }
         out.extend(listed.take(n.saturating_sub(out.len())).map(|&(_, p)| p));

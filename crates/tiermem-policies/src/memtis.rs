@@ -38,7 +38,7 @@
 
 use crate::heat::{
     capacity_pages, free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns,
-    in_default_tier, Budget, HeatModel, FAST, SLOW,
+    in_default_tier, Budget, HeatModel, SideCursors, FAST, SLOW,
 };
 use crate::registry::{PolicyEntry, PolicyParams};
 use crate::BuildContext;
@@ -233,8 +233,8 @@ fn countdown(left: &mut u64, period: u64) -> bool {
 /// A quantum costs what its samples cost, not a pass over every page: `live` holds the
 /// pages with a count (cooling and the hot and warm lists read only those), and the
 /// default tier's never-counted pages, the coldest of all, are found from a cursor per
-/// side (`zero_cursor[fast]`: below it no page without a count is on that side), lowered
-/// by the snapshot's `moved` log and by cooling (reset each quantum without a log).
+/// side (`zero`), lowered by the snapshot's `moved` log and by cooling (reset each
+/// quantum without a log).
 #[derive(Clone, Debug)]
 pub struct Memtis {
     pub cfg: MemtisConfig,
@@ -244,7 +244,7 @@ pub struct Memtis {
     /// construction).
     to_cooling: u64,
     to_adaptation: u64,
-    zero_cursor: [std::cell::Cell<PageIdx>; 2],
+    zero: SideCursors,
     synced: bool,
     /// Pages per bin (pages never sampled since the last cooling are not counted).
     hist: [u64; BINS],
@@ -271,7 +271,7 @@ impl Memtis {
             live: Vec::new(),
             to_cooling,
             to_adaptation,
-            zero_cursor: Default::default(),
+            zero: SideCursors::default(),
             synced: false,
             hist: [0; BINS],
             total: 0.0,
@@ -333,7 +333,7 @@ impl Memtis {
         self.hist = [0; BINS];
         self.total = 0.0;
         let (counts, hist, total) = (&mut self.counts, &mut self.hist, &mut self.total);
-        let cursors = &self.zero_cursor;
+        let zero = &self.zero;
         self.live.retain(|&p| {
             let c = &mut counts[p as usize];
             *c >>= 1;
@@ -343,8 +343,7 @@ impl Memtis {
                 true
             } else {
                 // Back among the pages without a count: the cursor must not be past it.
-                let cursor = &cursors[in_default_tier(placement, p) as usize];
-                cursor.set(cursor.get().min(p));
+                zero.lower(in_default_tier(placement, p), p);
                 false
             }
         });
@@ -390,12 +389,11 @@ impl Memtis {
             Some(moved) if self.synced => {
                 for &p in moved {
                     if self.count(p) == 0 && (p as usize) < self.counts.len() {
-                        let c = &self.zero_cursor[in_default_tier(snap.placement, p) as usize];
-                        c.set(c.get().min(p));
+                        self.zero.lower(in_default_tier(snap.placement, p), p);
                     }
                 }
             }
-            _ => self.zero_cursor.iter().for_each(|c| c.set(0)),
+            _ => self.zero.reset(0),
         }
         self.synced = snap.moved.is_some();
     }
@@ -444,19 +442,16 @@ impl Memtis {
         let fast = tier == FAST;
         let on_side = |p: PageIdx| in_default_tier(snap.placement, p) == fast;
         let mut out = Vec::new();
-        let cursor = &self.zero_cursor[fast as usize];
         let end = self.counts.len().min(snap.placement.len()) as PageIdx;
-        let (mut p, mut first) = (cursor.get(), None);
-        while p < end && out.len() < n {
-            if self.counts[p as usize] == 0 && on_side(p) {
-                first.get_or_insert(p);
+        if n > 0 {
+            let uncounted = |p: PageIdx| self.counts[p as usize] == 0;
+            self.zero.scan(fast, end, snap.placement, uncounted, |p| {
                 if keep(p) {
                     out.push(p);
                 }
-            }
-            p += 1;
+                out.len() < n
+            });
         }
-        cursor.set(first.unwrap_or(p));
         if out.len() < n {
             let mut v: Vec<(u32, PageIdx)> = self
                 .live

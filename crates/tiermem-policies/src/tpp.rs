@@ -56,9 +56,8 @@
 //! `scan_size_mb` of memory: `scan_pages = scan_size / page_bytes`.
 
 use crate::heat::{
-    capacity_pages, free_pages, in_default_tier, ms_to_ns, HeatModel, FAST, SLOW,
+    capacity_pages, free_pages, in_default_tier, ms_to_ns, HeatModel, SideCursors, FAST, SLOW,
 };
-use std::cell::Cell;
 use std::collections::BTreeSet;
 use crate::registry::{PolicyEntry, PolicyParams};
 use crate::BuildContext;
@@ -323,11 +322,11 @@ pub struct Tpp {
     /// The inactive list kept incrementally, so kswapd costs what the quantum's events
     /// cost rather than a sort of the default tier: every page seen so far, by its
     /// `lru_key`, on the side (default tier or below) it was last seen on; the snapshot's
-    /// `moved` log keeps the sides true (without one they are rebuilt each quantum).
+    /// `moved` log keeps the sides true (without one both sides are read).
     /// Never-seen pages come first (rate 0, `NEVER`) in page order; they are scanned from
-    /// `unseen_cursor[side]`, below which no never-seen page is on that side.
+    /// `unseen`.
     seen: [BTreeSet<LruKey>; 2],
-    unseen_cursor: [Cell<PageIdx>; 2],
+    unseen: SideCursors,
     synced: bool,
 }
 
@@ -354,7 +353,7 @@ impl Tpp {
             promotions_failed_room: 0,
             pending: Vec::new(),
             seen: Default::default(),
-            unseen_cursor: Default::default(),
+            unseen: SideCursors::default(),
             synced: false,
         }
     }
@@ -401,8 +400,7 @@ impl Tpp {
                     }
                     let fast = in_default_tier(placement, p) as usize;
                     if self.last_seen_ns[i] == NEVER {
-                        let c = &self.unseen_cursor[fast];
-                        c.set(c.get().min(p));
+                        self.unseen.lower(fast == 1, p);
                     } else {
                         let key = self.lru_key(p);
                         if self.seen[1 - fast].remove(&key) {
@@ -419,9 +417,9 @@ impl Tpp {
                     .partition(|k| !in_default_tier(placement, k.2));
                 *below = stay.into_iter().collect();
                 *fast = go.into_iter().collect();
-                self.unseen_cursor.iter().for_each(|c| c.set(0));
+                self.unseen.reset(0);
             }
-            None => self.unseen_cursor.iter().for_each(|c| c.set(0)),
+            None => self.unseen.reset(0),
         }
         self.synced = snap.moved.is_some();
     }
@@ -651,21 +649,17 @@ impl HeatModel for Tpp {
         // for one tier.
         let exactly = |p: PageIdx| placement[p as usize] == tier;
         let mut out = Vec::new();
-        // Never-seen pages first, in page order; the cursor moves to the first one on this
-        // side, whichever tier it is in.
-        let cursor = &self.unseen_cursor[fast as usize];
+        // Never-seen pages first, in page order.
         let end = self.last_seen_ns.len().min(placement.len()) as PageIdx;
-        let (mut p, mut first) = (cursor.get(), None);
-        while p < end && out.len() < n {
-            if self.last_seen_ns[p as usize] == NEVER && in_default_tier(placement, p) == fast {
-                first.get_or_insert(p);
+        if n > 0 {
+            let never_seen = |p: PageIdx| self.last_seen_ns[p as usize] == NEVER;
+            self.unseen.scan(fast, end, placement, never_seen, |p| {
                 if exactly(p) {
                     out.push(p);
                 }
-            }
-            p += 1;
+                out.len() < n
+            });
         }
-        cursor.set(first.unwrap_or(p));
         let wanted = |k: &&LruKey| in_default_tier(placement, k.2) == fast && exactly(k.2);
         let left = n.saturating_sub(out.len());
         if self.synced {
