@@ -230,7 +230,9 @@ pub struct Hemem {
     global_clock: u32,
     next_seq: u64,
     total_heat: f64,
-    lists: [[std::collections::BTreeSet<(u64, PageIdx)>; 2]; 2],
+    /// `lists[hot][fast]`: seq → page (every listing takes a fresh seq, so the seq alone
+    /// orders and identifies an entry; a one-word key keeps the trees' searches cheap).
+    lists: [[std::collections::BTreeMap<u64, PageIdx>; 2]; 2],
     batches: Vec<Batch>,
     live: Vec<PageIdx>,
     /// Whether `lists` and the cursors follow the placement (a snapshot without a `moved`
@@ -299,16 +301,15 @@ impl Hemem {
         let p = page as PageIdx;
         if !self.is_pristine(p) {
             let s = self.pages[page];
-            let key = (s.seq(), p);
             let class = &mut self.lists[s.hot() as usize];
-            if !class[0].remove(&key) {
-                class[1].remove(&key);
+            if class[0].remove(&s.seq()).is_none() {
+                class[1].remove(&s.seq());
             }
         }
         let s = &mut self.pages[page];
         s.set_flag(HOT, hot);
         s.set_seq(self.next_seq);
-        self.lists[hot as usize][in_default_tier(placement, p) as usize].insert((self.next_seq, p));
+        self.lists[hot as usize][in_default_tier(placement, p) as usize].insert(self.next_seq, p);
         self.next_seq += 1;
     }
 
@@ -336,10 +337,9 @@ impl Hemem {
                         }
                         _ => {
                             let s = self.pages[p as usize];
-                            let key = (s.seq(), p);
                             let class = &mut self.lists[s.hot() as usize];
-                            if class[!fast as usize].remove(&key) {
-                                class[fast as usize].insert(key);
+                            if let Some(p) = class[!fast as usize].remove(&s.seq()) {
+                                class[fast as usize].insert(s.seq(), p);
                             }
                         }
                     }
@@ -351,7 +351,8 @@ impl Hemem {
                     let (stay, go): (Vec<_>, Vec<_>) = below
                         .iter()
                         .chain(fast.iter())
-                        .partition(|&&(_, p)| !in_default_tier(placement, p));
+                        .map(|(&seq, &p)| (seq, p))
+                        .partition(|&(_, p)| !in_default_tier(placement, p));
                     *below = stay.into_iter().collect();
                     *fast = go.into_iter().collect();
                 }
@@ -478,17 +479,19 @@ impl Hemem {
         // Synced, the side's set holds exactly the side's pages; else both sets are read.
         let class = &self.lists[hot as usize];
         let both: Vec<(u64, PageIdx)>;
-        let listed: Box<dyn Iterator<Item = &(u64, PageIdx)>> = if self.synced {
-            Box::new(class[fast as usize].iter())
+        let listed: Box<dyn Iterator<Item = (u64, PageIdx)>> = if self.synced {
+            Box::new(class[fast as usize].iter().map(|(&seq, &p)| (seq, p)))
         } else {
-            let mut v: Vec<_> = class[0].iter().chain(class[1].iter()).copied().collect();
+            let mut v: Vec<_> = class[0]
+                .iter()
+                .chain(class[1].iter())
+                .map(|(&seq, &p)| (seq, p))
+                .collect();
             v.sort_unstable();
             both = v;
-            Box::new(both.iter())
+            Box::new(both.into_iter())
         };
-        let mut listed = listed
-            .filter(|&&(_, p)| on_side(p) && want(p))
-            .peekable();
+        let mut listed = listed.filter(|&(_, p)| on_side(p) && want(p)).peekable();
         let mut out = Vec::new();
         if !hot {
             for b in &self.batches {
@@ -499,7 +502,7 @@ impl Hemem {
                 b.cursor.scan(fast, b.end, placement, pristine, |p| {
                     if want(p) {
                         let seq = b.base_seq + (p - b.start) as u64;
-                        while let Some(&&(s, q)) = listed.peek() {
+                        while let Some(&(s, q)) = listed.peek() {
                             if s >= seq || out.len() >= n {
                                 break;
                             }
@@ -514,7 +517,7 @@ impl Hemem {
                 });
             }
         }
-        out.extend(listed.take(n.saturating_sub(out.len())).map(|&(_, p)| p));
+        out.extend(listed.take(n.saturating_sub(out.len())).map(|(_, p)| p));
         out
     }
 

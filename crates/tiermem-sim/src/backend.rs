@@ -1282,6 +1282,10 @@ impl SimBackend {
             l.sample_carry = want - n as f64;
             let (exact, start) = (l.exact, l.start);
             let dt_per = step_ns as f64 / n.max(1) as f64;
+            if exact && all_exact {
+                self.draw_samples(t, n, dt_per);
+                continue;
+            }
             for i in 0..n {
                 let l = &mut self.loads[t];
                 if l.workload.finished() {
@@ -1381,6 +1385,50 @@ impl SimBackend {
         if self.now_ns >= self.next_record_ns {
             self.flush_record();
             self.next_record_ns += self.record_ns;
+        }
+    }
+
+    /// A stationary tenant's `n` sampled accesses of this epoch when every tenant is
+    /// stationary: the trackers draw time-to-fault and access bits from the exact
+    /// probabilities, so only the draws PEBS samples need a page. The others are passed
+    /// (`Workload::skip`, `SimTracker::skip_draws`): the cost follows the samples, not the
+    /// accesses. A compressed page is not mapped: its access is no load PEBS counts (its
+    /// faults were drawn exactly at the epoch's start), so a passed draw counts for the
+    /// share of the tenant's accesses that reach mapped pages.
+    fn draw_samples(&mut self, t: usize, n: u64, dt_per: f64) {
+        let start = self.loads[t].start;
+        let mapped = if self.any_compressed {
+            let m = &self.loads[t].mass;
+            let compressed: f64 = (0..m.len())
+                .filter(|&i| self.pools[i].is_some())
+                .map(|i| m[i])
+                .sum();
+            (1.0 - compressed).clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        let mut drawn = 0;
+        while drawn < n {
+            let left = n - drawn;
+            let d = match self.tracker.draws_to_next_sample(mapped) {
+                Some(d) if d <= left => d,
+                _ => {
+                    self.loads[t].workload.skip(left, &mut self.rng);
+                    self.tracker.skip_draws(left, mapped);
+                    return;
+                }
+            };
+            self.loads[t].workload.skip(d - 1, &mut self.rng);
+            self.tracker.skip_draws(d - 1, mapped);
+            drawn += d;
+            let a = self.loads[t].workload.next(&mut self.rng);
+            let page = start + a.page as usize;
+            let tier = self.placement[page];
+            if self.any_compressed && self.pools[tier.index()].is_some() {
+                continue;
+            }
+            let time = self.now_ns + ((drawn - 1) as f64 * dt_per) as u64;
+            self.tracker.on_access(page as PageIdx, a.write, time, true);
         }
     }
 

@@ -35,6 +35,28 @@ pub struct Pebs {
     pending: Vec<HeatEvent>,
 }
 
+impl Pebs {
+    /// Draws until the counter reaches the period: the `d`-th draw from now samples,
+    /// the `d - 1` before it, counting `weight` each, do not (checked against rounding).
+    fn draws_to_next_sample(&self, weight: f64) -> u64 {
+        let step = self.per_access * weight;
+        if step <= 0.0 {
+            return u64::MAX;
+        }
+        // ceil by hand: `f64::ceil` is a libm call on baseline x86-64, once per sample.
+        let q = (self.period - self.counter) / step;
+        let mut d = q as u64;
+        if (d as f64) < q {
+            d += 1;
+        }
+        d = d.max(1);
+        while d > 1 && self.counter + (d - 1) as f64 * step >= self.period {
+            d -= 1;
+        }
+        d
+    }
+}
+
 /// TPP / NUMA-balancing hint faults.
 pub struct HintFaults {
     scan_period_ns: u64,
@@ -166,6 +188,35 @@ impl SimTracker {
                     t.on_access(page, write, now_ns, exact);
                 }
             }
+        }
+    }
+
+    /// For a stationary workload's accesses (`exact` in [`Self::on_access`]): the number
+    /// of draws from now to the first whose page a tracker needs, that one included (≥ 1):
+    /// PEBS's next sample. `None` when no tracker needs any: hint faults, access bits and
+    /// scans draw from the exact probabilities at the epoch instead. `weight`: the share of
+    /// draws a passed one counts for (accesses to compressed pages are no loads).
+    pub fn draws_to_next_sample(&self, weight: f64) -> Option<u64> {
+        match self {
+            SimTracker::Pebs(p) => Some(p.draws_to_next_sample(weight)),
+            SimTracker::Combined(ts) => ts
+                .iter()
+                .filter_map(|t| t.draws_to_next_sample(weight))
+                .min(),
+            _ => None,
+        }
+    }
+
+    /// Account `k` draws of a stationary workload that no tracker needs (fewer than
+    /// [`Self::draws_to_next_sample`]): PEBS's counter passes them without a sample.
+    pub fn skip_draws(&mut self, k: u64, weight: f64) {
+        match self {
+            SimTracker::Pebs(p) => {
+                p.counter += k as f64 * p.per_access * weight;
+                debug_assert!(p.counter < p.period || k == 0, "skipped past a sample");
+            }
+            SimTracker::Combined(ts) => ts.iter_mut().for_each(|t| t.skip_draws(k, weight)),
+            _ => {}
         }
     }
 
@@ -516,6 +567,65 @@ mod tests {
         let mut out = Vec::new();
         t.drain(&mut out);
         assert_eq!(out.len(), 100 * 1000 / 5000);
+    }
+
+    /// Which draws of a stream sample, per draw (`on_access` on each) and by skipping to
+    /// the next sample (`draws_to_next_sample`, `skip_draws`): the same draws, for periods
+    /// shorter and longer than a draw, fractional ones included.
+    #[test]
+    fn skipping_to_the_next_sample_samples_the_same_draws() {
+        let pebs = |period: u64, per_access: f64, scale: f64| {
+            let mut t = SimTracker::new(
+                &TrackerSpec::Pebs {
+                    sample_period: period,
+                },
+                1,
+                per_access,
+                scale,
+            );
+            t.set_lines_per_op(1.0);
+            t
+        };
+        for (period, per_access, scale) in [
+            (19997, 1000.0, 1.0),
+            (5000, 1000.0, 1.0),
+            (199, 1000.0, 1.0),
+            (19997, 333.3, 0.37),
+            (7, 1.0, 1.0),
+        ] {
+            let draws = 200_000u64;
+            let mut each = pebs(period, per_access, scale);
+            let mut out = Vec::new();
+            let mut by_draw = Vec::new();
+            for i in 0..draws {
+                each.on_access(0, false, 0, true);
+                each.drain(&mut out);
+                by_draw.extend(std::iter::repeat_n(i, out.len()));
+                out.clear();
+            }
+            let mut skip = pebs(period, per_access, scale);
+            let mut by_skip = Vec::new();
+            let mut i = 0;
+            while let Some(d) = skip.draws_to_next_sample(1.0).filter(|&d| i + d <= draws) {
+                skip.skip_draws(d - 1, 1.0);
+                i += d;
+                skip.on_access(0, false, 0, true);
+                skip.drain(&mut out);
+                by_skip.extend(std::iter::repeat_n(i - 1, out.len()));
+                out.clear();
+            }
+            assert!(!by_draw.is_empty());
+            assert_eq!(by_skip, by_draw, "period {period}, per access {per_access}");
+        }
+        // Draws that count for half (the other half reach compressed pages): twice as many
+        // draws to the next sample.
+        let t = pebs(20_000, 1000.0, 1.0);
+        assert_eq!(t.draws_to_next_sample(1.0), Some(20));
+        assert_eq!(t.draws_to_next_sample(0.5), Some(40));
+        assert_eq!(t.draws_to_next_sample(0.0), Some(u64::MAX));
+        // Trackers that draw from the probabilities need no draw.
+        let bits = SimTracker::new(&TrackerSpec::AccessBit { scan_period_ns: 1 }, 1, 1.0, 1.0);
+        assert_eq!(bits.draws_to_next_sample(1.0), None);
     }
 
     #[test]

@@ -166,6 +166,8 @@ impl Workload for Gups {
     fn probabilities(&self) -> Option<&[f64]> {
         Some(&self.probs)
     }
+    /// Draws are independent and change nothing: passing them is drawing none.
+    fn skip(&mut self, _n: u64, _rng: &mut SmallRng) {}
     #[inline]
     fn next(&mut self, rng: &mut SmallRng) -> Access {
         let r = rng.next_u64();

@@ -471,6 +471,15 @@ impl Workload for Kv {
     fn probabilities(&self) -> Option<&[f64]> {
         self.probs.as_deref()
     }
+    /// Stationary mixes draw independently (`last_op` is read per access only); D and E
+    /// insert and scan, so their operations are drawn.
+    fn skip(&mut self, n: u64, rng: &mut SmallRng) {
+        if self.probs.is_none() {
+            for _ in 0..n {
+                self.next(rng);
+            }
+        }
+    }
     fn next(&mut self, rng: &mut SmallRng) -> Access {
         match self.mix {
             Mix::A | Mix::B | Mix::C | Mix::F | Mix::ReadUpdate(_) => {

@@ -84,6 +84,16 @@ pub trait Workload: Send {
     fn span_pages(&self) -> u32 {
         1
     }
+    /// Pass `n` operations whose pages nobody reads (the backend skips a stationary
+    /// workload's draws between two PEBS samples: with exact probabilities the trackers
+    /// need no other). A stationary workload's draws are independent, so passing them is
+    /// drawing nothing; one that counts operations (stages, redraws) counts these. The
+    /// default draws them, which is right for any workload.
+    fn skip(&mut self, n: u64, rng: &mut SmallRng) {
+        for _ in 0..n {
+            self.next(rng);
+        }
+    }
 }
 
 /// `floor(r * n / 2^64)`: a uniform index in `0..n` from one 64-bit draw (Lemire's

@@ -218,6 +218,8 @@ impl Workload for Pagerank {
     fn probabilities(&self) -> Option<&[f64]> {
         Some(&self.probs)
     }
+    /// Draws are independent and change nothing: passing them is drawing none.
+    fn skip(&mut self, _n: u64, _rng: &mut SmallRng) {}
     #[inline]
     fn next(&mut self, rng: &mut SmallRng) -> Access {
         let page = self.sampler.sample(rng);

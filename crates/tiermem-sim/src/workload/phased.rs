@@ -93,6 +93,9 @@ impl Workload for Phased {
     fn finished(&self) -> bool {
         self.parts[self.cur].1.finished()
     }
+    fn skip(&mut self, n: u64, rng: &mut SmallRng) {
+        self.parts[self.cur].1.skip(n, rng)
+    }
     fn hot_pages(&self) -> Option<Vec<PageIdx>> {
         self.parts[self.cur].1.hot_pages()
     }

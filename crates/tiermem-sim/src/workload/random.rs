@@ -46,6 +46,8 @@ impl Workload for RandomUniform {
     fn probabilities(&self) -> Option<&[f64]> {
         Some(&self.probs)
     }
+    /// Draws are independent and change nothing: passing them is drawing none.
+    fn skip(&mut self, _n: u64, _rng: &mut SmallRng) {}
     #[inline]
     fn next(&mut self, rng: &mut SmallRng) -> Access {
         let page = index_from(rng.next_u64(), self.n);

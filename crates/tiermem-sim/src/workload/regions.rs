@@ -209,6 +209,10 @@ impl Workload for Regions {
     fn probabilities(&self) -> Option<&[f64]> {
         Some(&self.probs)
     }
+    /// Draws are independent within a stage; only the operation count moves.
+    fn skip(&mut self, n: u64, _rng: &mut SmallRng) {
+        self.stage_ops += self.k * n as f64;
+    }
     fn set_accesses_per_sample(&mut self, k: f64) {
         self.k = if k.is_finite() && k >= 1.0 { k } else { 1.0 };
     }
@@ -318,6 +322,28 @@ mod tests {
             .filter(|&&p| p > 1e-3)
             .count();
         assert_eq!(hot, 100);
+    }
+
+    /// Passed operations (`skip`, the backend's draws between PEBS samples) count toward
+    /// redraws and stages exactly as drawn ones.
+    #[test]
+    fn skipped_operations_count_like_drawn_ones() {
+        let stages = vec![stage(1, 100, 1000.0, 400.0), stage(16, 4, 500.0, 0.0)];
+        let (mut drawn, mut passed) = (
+            Regions::new(spec(stages.clone())),
+            Regions::new(spec(stages)),
+        );
+        drawn.set_accesses_per_sample(100.0);
+        passed.set_accesses_per_sample(100.0);
+        let mut rng = SmallRng::seed_from_u64(1);
+        for n in [3u64, 1, 6, 2, 3, 7, 1] {
+            for _ in 0..n {
+                drawn.next(&mut rng);
+            }
+            passed.skip(n, &mut rng);
+            assert_eq!(passed.advance_to(0), drawn.advance_to(0), "after {n} more");
+            assert_eq!(passed.stage, drawn.stage);
+        }
     }
 
     #[test]
