@@ -54,11 +54,22 @@ pub struct TenantTelemetry {
     pub footprint_bytes: u64,
 }
 
+fn one_sample() -> u32 {
+    1
+}
+
 /// One observation of page heat. Which kinds appear depends on the tracker.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum HeatEvent {
-    /// PEBS-like: one sampled access (each stands for `sample_period` real ones).
-    Sample { page: PageIdx, write: bool },
+    /// PEBS-like: `count` (≥ 1) samples of one access, each standing for `sample_period`
+    /// real ones. More than one when a simulated access stands for more loads than a
+    /// period (MEMTIS samples 1 in 199): the samples a policy would see one after another.
+    Sample {
+        page: PageIdx,
+        write: bool,
+        #[serde(default = "one_sample")]
+        count: u32,
+    },
     /// TPP-like: a page unmapped by the scanner was touched `time_to_fault_ns` later.
     HintFault {
         page: PageIdx,

@@ -491,6 +491,7 @@ impl AttachBackend {
                             HeatEvent::Sample {
                                 page: id,
                                 write: true,
+                                count: 1,
                             }
                         } else {
                             HeatEvent::HintFault {

@@ -210,7 +210,11 @@ impl Backend for RuntimeBackend {
                     | HeatEvent::TierFault { page }
                     | HeatEvent::Accessed { page } = *e
                     {
-                        *e = HeatEvent::Sample { page, write: false };
+                        *e = HeatEvent::Sample {
+                            page,
+                            write: false,
+                            count: 1,
+                        };
                     }
                 }
             }

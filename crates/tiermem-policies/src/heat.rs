@@ -397,12 +397,20 @@ pub(crate) mod testutil {
 
         pub fn reads(&mut self, page: u32, n: usize) {
             for _ in 0..n {
-                self.events.push(HeatEvent::Sample { page, write: false });
+                self.events.push(HeatEvent::Sample {
+                    page,
+                    write: false,
+                    count: 1,
+                });
             }
         }
         pub fn writes(&mut self, page: u32, n: usize) {
             for _ in 0..n {
-                self.events.push(HeatEvent::Sample { page, write: true });
+                self.events.push(HeatEvent::Sample {
+                    page,
+                    write: true,
+                    count: 1,
+                });
             }
         }
     }

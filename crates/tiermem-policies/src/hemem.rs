@@ -587,9 +587,11 @@ impl HeatModel for Hemem {
         self.sync(snap);
         let before = self.global_clock;
         for e in snap.events {
-            if let HeatEvent::Sample { page, write } = *e {
+            if let HeatEvent::Sample { page, write, count } = *e {
                 if (page as usize) < self.pages.len() {
-                    self.on_sample(page as usize, write, snap.placement);
+                    for _ in 0..count {
+                        self.on_sample(page as usize, write, snap.placement);
+                    }
                 }
             }
         }
@@ -827,6 +829,7 @@ mod tests {
                     w.events.push(HeatEvent::Sample {
                         page,
                         write: (x >> 20) & 1 == 1,
+                        count: 1,
                     });
                 }
                 let plan = h.decide(&w.snap());
@@ -893,7 +896,11 @@ mod tests {
                 for _ in 0..30 {
                     let page = rand(96) as u32;
                     let page = page * page / 96; // low pages hotter
-                    w.events.push(HeatEvent::Sample { page, write: rand(2) == 1 });
+                    w.events.push(HeatEvent::Sample {
+                        page,
+                        write: rand(2) == 1,
+                        count: 1,
+                    });
                 }
                 let mut plan = h.decide(&w.snap());
                 // Moves HeMem did not plan (a Colloid layer's, reclaim): pristine pages

@@ -217,9 +217,10 @@ pub fn bin_of(count: u32) -> usize {
     }
 }
 
-/// Count one sample down; true (and restart at `period`) when the count reaches 0.
-fn countdown(left: &mut u64, period: u64) -> bool {
-    *left -= 1;
+/// Count `n` samples down (no more than are left); true (and restart at `period`) when
+/// the count reaches 0.
+fn countdown(left: &mut u64, n: u64, period: u64) -> bool {
+    *left -= n;
     if *left == 0 {
         *left = period;
         true
@@ -302,30 +303,41 @@ impl Memtis {
 
     // `u64::is_multiple_of` needs Rust 1.87; the workspace supports 1.80.
     #[allow(unknown_lints, clippy::manual_is_multiple_of)]
-    fn on_sample(&mut self, page: usize, max_hot: u64, placement: &[TierId]) {
-        let c = self.counts[page];
-        if c > 0 {
-            self.hist[bin_of(c)] -= 1;
-        } else {
-            self.live.push(page as PageIdx);
-        }
-        let c = c.saturating_add(1);
-        self.counts[page] = c;
-        self.hist[bin_of(c)] += 1;
-        self.total += 1.0;
-        self.samples += 1;
-        // Countdowns to the next multiple of each period (a division per sample cost a
-        // tenth of a MEMTIS run).
-        let cooling_due = countdown(&mut self.to_cooling, self.cfg.cooling_period_samples);
-        let adaptation_due =
-            countdown(&mut self.to_adaptation, self.cfg.adaptation_period_samples);
-        if cooling_due {
-            self.cool(placement);
-        } else if adaptation_due {
-            // The first adaptation after a cooling applies the cooled rule (htmm_core.c:
-            // `__cooling` sets `cooled`, `__adjust_active_threshold` consumes it).
-            let cooled = std::mem::take(&mut self.cooled);
-            self.adjust(max_hot, cooled);
+    /// `count` samples of `page`, exactly as that many one after another: the count and
+    /// histogram move in one step between the samples that end a cooling or adaptation
+    /// period (a bin's loss and gain telescope; the total is a sum of integers).
+    fn on_samples(&mut self, page: usize, count: u32, max_hot: u64, placement: &[TierId]) {
+        let mut left = count as u64;
+        while left > 0 {
+            let n = left.min(self.to_cooling).min(self.to_adaptation);
+            let c = self.counts[page];
+            if c > 0 {
+                self.hist[bin_of(c)] -= 1;
+            } else {
+                self.live.push(page as PageIdx);
+            }
+            let c = c.saturating_add(n as u32);
+            self.counts[page] = c;
+            self.hist[bin_of(c)] += 1;
+            self.total += n as f64;
+            self.samples += n;
+            left -= n;
+            // Countdowns to the next multiple of each period (a division per sample cost a
+            // tenth of a MEMTIS run).
+            let cooling_due = countdown(&mut self.to_cooling, n, self.cfg.cooling_period_samples);
+            let adaptation_due = countdown(
+                &mut self.to_adaptation,
+                n,
+                self.cfg.adaptation_period_samples,
+            );
+            if cooling_due {
+                self.cool(placement);
+            } else if adaptation_due {
+                // The first adaptation after a cooling applies the cooled rule (htmm_core.c:
+                // `__cooling` sets `cooled`, `__adjust_active_threshold` consumes it).
+                let cooled = std::mem::take(&mut self.cooled);
+                self.adjust(max_hot, cooled);
+            }
         }
     }
 
@@ -568,9 +580,9 @@ impl HeatModel for Memtis {
         self.sync(snap);
         let max_hot = capacity_pages(snap, FAST).saturating_sub(self.promo_wm(snap));
         for e in snap.events {
-            if let HeatEvent::Sample { page, .. } = *e {
+            if let HeatEvent::Sample { page, count, .. } = *e {
                 if (page as usize) < self.counts.len() {
-                    self.on_sample(page as usize, max_hot, snap.placement);
+                    self.on_samples(page as usize, count, max_hot, snap.placement);
                 }
             }
         }
@@ -721,6 +733,7 @@ mod tests {
             w.events.push(HeatEvent::Sample {
                 page: p,
                 write: false,
+                count: 1,
             });
         }
         (w, order)
@@ -764,6 +777,7 @@ mod tests {
                     w.events.push(HeatEvent::Sample {
                         page: (u * u / 500) as u32,
                         write: false,
+                        count: 1,
                     });
                 }
                 let plan = m.decide(&w.snap());
@@ -789,6 +803,7 @@ mod tests {
             w.events.push(HeatEvent::Sample {
                 page: 0,
                 write: false,
+                count: 1,
             });
         }
         m.decide(&w.snap());
@@ -832,10 +847,12 @@ mod tests {
             w.events.push(HeatEvent::Sample {
                 page: 0,
                 write: false,
+                count: 1,
             });
             w.events.push(HeatEvent::Sample {
                 page: 20,
                 write: false,
+                count: 1,
             });
         }
         let plan = m.decide(&w.snap());
@@ -870,6 +887,7 @@ mod tests {
                 w.events.push(HeatEvent::Sample {
                     page: p,
                     write: false,
+                    count: 1,
                 });
             }
         }
@@ -902,6 +920,7 @@ mod tests {
                 w.events.push(HeatEvent::Sample {
                     page: p,
                     write: false,
+                    count: 1,
                 });
             }
         }
@@ -909,6 +928,7 @@ mod tests {
             w.events.push(HeatEvent::Sample {
                 page: 15,
                 write: false,
+                count: 1,
             });
         }
         let mut m = Memtis::new(small(1_000_000));
@@ -939,6 +959,7 @@ mod tests {
                 w.events.push(HeatEvent::Sample {
                     page: p,
                     write: false,
+                    count: 1,
                 });
             }
         }
@@ -962,6 +983,7 @@ mod tests {
                     w.events.push(HeatEvent::Sample {
                         page: (u * u / 200) as u32,
                         write: false,
+                        count: 1,
                     });
                 }
                 let plan = m.decide(&w.snap());
@@ -973,6 +995,54 @@ mod tests {
         let a = run();
         assert_eq!(a, run());
         assert!(a.iter().any(|p| !p.moves.is_empty()));
+    }
+
+    /// A sample event with a count is that many single samples: the same counts,
+    /// histogram, thresholds, coolings and plans, with counts crossing the cooling and
+    /// adaptation periods (short ones here) inside one event.
+    #[test]
+    fn a_counted_sample_is_that_many_single_samples() {
+        let cfg = MemtisConfig {
+            cooling_period_samples: 31,
+            adaptation_period_samples: 7,
+            ..MemtisConfig::default()
+        };
+        let (mut counted, mut single) = (Memtis::new(cfg.clone()), Memtis::new(cfg));
+        let (mut wc, mut ws) = (World::new(150, 50, 60, 150), World::new(150, 50, 60, 150));
+        let mut rng = Lcg(9);
+        let mut rand = |m: u64| rng.below(m);
+        let mut moved = 0;
+        for round in 0..120 {
+            for _ in 0..12 {
+                let page = rand(150) as u32;
+                let page = page * page / 150;
+                let count = 1 + rand(12) as u32;
+                wc.events.push(HeatEvent::Sample {
+                    page,
+                    write: false,
+                    count,
+                });
+                for _ in 0..count {
+                    ws.events.push(HeatEvent::Sample {
+                        page,
+                        write: false,
+                        count: 1,
+                    });
+                }
+            }
+            let (pc, ps) = (counted.decide(&wc.snap()), single.decide(&ws.snap()));
+            assert_eq!(pc, ps, "round {round}");
+            assert_eq!(counted.counts, single.counts, "round {round}");
+            assert_eq!(counted.hist, single.hist, "round {round}");
+            assert_eq!(
+                (counted.active_threshold, counted.coolings, counted.samples),
+                (single.active_threshold, single.coolings, single.samples)
+            );
+            moved += pc.pages();
+            wc.apply(&pc);
+            ws.apply(&ps);
+        }
+        assert!(counted.coolings > 10 && moved > 0, "{} coolings", counted.coolings);
     }
 
     #[test]
@@ -992,7 +1062,11 @@ mod tests {
                 for _ in 0..20 {
                     let page = rand(150) as u32;
                     let page = page * page / 150; // low pages hotter
-                    w.events.push(HeatEvent::Sample { page, write: false });
+                    w.events.push(HeatEvent::Sample {
+                        page,
+                        write: false,
+                        count: 1,
+                    });
                 }
                 let mut plan = m.decide(&w.snap());
                 moves += plan.pages();

@@ -230,8 +230,8 @@ impl Regions {
         let mut h = vec![0.0; self.count()];
         for e in events {
             match *e {
-                HeatEvent::Sample { page, .. } if (page as usize) < self.pages => {
-                    h[self.region_of(page)] += 1.0
+                HeatEvent::Sample { page, count, .. } if (page as usize) < self.pages => {
+                    h[self.region_of(page)] += count as f64
                 }
                 HeatEvent::TierFault { page } if faults && (page as usize) < self.pages => {
                     h[self.region_of(page)] += 1.0

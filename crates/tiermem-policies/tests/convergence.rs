@@ -130,6 +130,7 @@ impl Machine {
                         events.push(HeatEvent::Sample {
                             page: page as u32,
                             write,
+                            count: 1,
                         });
                     }
                 }
@@ -431,6 +432,7 @@ fn odd_machines_are_handled() {
                     HeatEvent::Sample {
                         page: pg,
                         write: false,
+                        count: 1,
                     },
                     HeatEvent::HintFault {
                         page: pg,

@@ -1418,8 +1418,10 @@ impl SimBackend {
                     return;
                 }
             };
-            self.loads[t].workload.skip(d - 1, &mut self.rng);
-            self.tracker.skip_draws(d - 1, mapped);
+            if d > 1 {
+                self.loads[t].workload.skip(d - 1, &mut self.rng);
+                self.tracker.skip_draws(d - 1, mapped);
+            }
             drawn += d;
             let a = self.loads[t].workload.next(&mut self.rng);
             let page = start + a.page as usize;
