@@ -2,9 +2,11 @@
 # End-to-end simulator cost (issue "Colloid at full breadth", item 5): `tiermem sim` on
 # Colloid's GUPS base (experiments/colloid/gups-base.toml) under HeMem, whole runs
 # including the policy, at growing footprints. Prints a markdown table: simulated
-# accesses per second per core (the sampled accesses the simulator draws, throughput x
-# duration / accesses_per_sample, over the simulation's own wall time), the process's
-# wall time and peak RSS, and the pages each run migrated.
+# accesses per second per core (throughput x duration / accesses_per_sample, each standing
+# for accesses_per_sample operations, over the simulation's own wall time), the process's
+# wall time and peak RSS, and the pages each run migrated. GUPS is stationary: every
+# simulated access advances the PEBS counter, and only the ones it samples are drawn
+# (skip-ahead, docs/simulator.md).
 #
 #   bench/sim/end_to_end.sh            fig1's run (2 MiB pages, 60 s) and 4 KiB pages at
 #                                      1 GiB, 64 GiB, 512 GiB (5 s) and 1 TiB (60 s)

@@ -29,8 +29,10 @@ echo "$e2e"
     echo
     echo "Written by \`bench/sim/end_to_end.sh\`: whole \`tiermem sim\` runs of Colloid's GUPS base under HeMem"
     echo "(footprint, hot set and tiers scaled together; 4 KiB pages except fig1's own run). Accesses/s/core:"
-    echo "the sampled accesses drawn (steady-state throughput x duration / accesses_per_sample) over the"
-    echo "simulation's wall time; process wall time adds setup and the plots."
+    echo "the simulated accesses (steady-state throughput x duration / accesses_per_sample, each standing for"
+    echo "accesses_per_sample operations) over the simulation's wall time. GUPS is stationary: every one feeds"
+    echo "the PEBS counter, only those it samples are drawn (docs/simulator.md, skip-ahead). Process wall time"
+    echo "adds setup and the plots."
     echo
     echo "$e2e"
 } >bench/sim/results.md
