@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -71,16 +72,50 @@ def resolve(config: ConfigLike) -> tuple[str, str]:
     raise TypeError(f"config must be a path, TOML text or a dict, not {type(config).__name__}")
 
 
+_stale_checked = False
+
+
 def native_module() -> ModuleType:
     """The compiled ``tiermem._native`` module (imported on first use, so that plotting
-    and the results page work without it)."""
+    and the results page work without it). In a source checkout, a warning on stderr
+    when a Rust source is newer than the module: `cargo build` rebuilds the `tiermem`
+    binary, not this module, and `tiermem reproduce all` simulates through it."""
+    global _stale_checked
     try:
         from . import _native
     except ImportError as e:  # pragma: no cover - depends on the build
         raise TiermemError(
             "tiermem's native module is not built: run `make setup` (or `maturin develop --release`)"
         ) from e
+    if not _stale_checked:
+        _stale_checked = True
+        native = Path(getattr(_native, "__file__", "") or "")
+        newer = newer_rust_source(native, Path(__file__).resolve().parents[2])
+        if newer is not None:
+            print(
+                f"tiermem: warning: {newer} is newer than the native module {native.name}: "
+                "results come from the code it was built from; run `make setup` to rebuild it",
+                file=sys.stderr,
+            )
     return _native
+
+
+def newer_rust_source(native: Path, root: Path) -> Path | None:
+    """A Rust source (``crates/**/*.rs``, ``Cargo.toml``s, ``Cargo.lock``) under the source
+    checkout ``root`` modified after the built module ``native``, or None (also when
+    ``root`` is no checkout, e.g. an installed package, or the module has no file)."""
+    if not native.is_file() or not (root / "Cargo.toml").is_file() or not (root / "crates").is_dir():
+        return None
+    built = native.stat().st_mtime
+    sources = [root / "Cargo.toml", root / "Cargo.lock"]
+    sources += [p for p in (root / "crates").rglob("*") if p.suffix == ".rs" or p.name == "Cargo.toml"]
+    for source in sources:
+        try:
+            if source.stat().st_mtime > built:
+                return source
+        except OSError:
+            continue
+    return None
 
 
 def override_text(text: str, origin: str, overrides: Mapping[str, Any]) -> str:

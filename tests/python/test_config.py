@@ -95,3 +95,26 @@ def test_bad_override_paths_are_config_errors_naming_the_path(path, value, needl
     assert info.value.field == path
     with pytest.raises(TypeError):
         cfg.apply_overrides(SAMPLE, {1: 2})  # type: ignore[dict-item]
+
+
+def test_a_rust_source_newer_than_the_native_module_is_named(tmp_path):
+    """`cargo build` leaves the native module stale; the check names the newer source."""
+    import os
+
+    from tiermem.config import newer_rust_source
+
+    (tmp_path / "Cargo.toml").write_text("[workspace]\n")
+    src = tmp_path / "crates" / "x" / "src" / "lib.rs"
+    src.parent.mkdir(parents=True)
+    src.write_text("")
+    native = tmp_path / "python" / "_native.abi3.so"
+    native.parent.mkdir()
+    native.write_bytes(b"")
+    for path, t in [(tmp_path / "Cargo.toml", 100), (src, 100), (native, 200)]:
+        os.utime(path, (t, t))
+    assert newer_rust_source(native, tmp_path) is None
+    os.utime(src, (300, 300))
+    assert newer_rust_source(native, tmp_path) == src
+    # Not a checkout (an installed package), or no module file: nothing to compare.
+    assert newer_rust_source(native, tmp_path / "python") is None
+    assert newer_rust_source(tmp_path / "missing.so", tmp_path) is None
