@@ -62,7 +62,7 @@ pub trait HeatModel: Send {
     /// Every page that may have heat or be hot, in page order, where the system keeps
     /// that set (so a layer can skip the rest instead of reading every page); `None`:
     /// any page may.
-    fn warm_pages(&self) -> Option<Vec<PageIdx>> {
+    fn warm_pages(&self) -> Option<&[PageIdx]> {
         None
     }
     /// Whether a Colloid layer may pick only pages the system calls hot (MEMTIS+Colloid
@@ -124,7 +124,7 @@ impl HeatModel for Box<dyn HeatModel> {
     fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
         (**self).coldest_pages(snap, tier, n)
     }
-    fn warm_pages(&self) -> Option<Vec<PageIdx>> {
+    fn warm_pages(&self) -> Option<&[PageIdx]> {
         (**self).warm_pages()
     }
     fn colloid_hot_list_only(&self) -> bool {
@@ -152,6 +152,53 @@ pub fn pages_in<'a>(snap: &'a Snapshot<'_>, tier: TierId) -> impl Iterator<Item 
 /// keep; pages past the placement count as below it).
 pub fn in_default_tier(placement: &[TierId], page: PageIdx) -> bool {
     placement.get(page as usize) == Some(&FAST)
+}
+
+/// The pages a system keeps counts for, in page order. Pages that became live since the
+/// last `settle` wait unsorted and are merged in once, so reading the set costs nothing
+/// (sorting all of it each quantum for a Colloid layer took 60 % of a HeMem+Colloid run).
+#[derive(Clone, Debug, Default)]
+pub struct LivePages {
+    sorted: Vec<PageIdx>,
+    fresh: Vec<PageIdx>,
+}
+
+impl LivePages {
+    /// A page that is not in the set yet (the caller keeps a per-page flag or count).
+    pub fn insert(&mut self, page: PageIdx) {
+        self.fresh.push(page);
+    }
+    /// Merge the fresh pages in, from the back: O(pages after the first fresh one).
+    pub fn settle(&mut self) {
+        if self.fresh.is_empty() {
+            return;
+        }
+        self.fresh.sort_unstable();
+        let (old, add) = (self.sorted.len(), self.fresh.len());
+        self.sorted.resize(old + add, 0);
+        let (mut i, mut j, mut k) = (old, add, old + add);
+        while j > 0 {
+            if i > 0 && self.sorted[i - 1] > self.fresh[j - 1] {
+                self.sorted[k - 1] = self.sorted[i - 1];
+                i -= 1;
+            } else {
+                self.sorted[k - 1] = self.fresh[j - 1];
+                j -= 1;
+            }
+            k -= 1;
+        }
+        self.fresh.clear();
+    }
+    /// The set in page order; `settle` first.
+    pub fn pages(&self) -> &[PageIdx] {
+        debug_assert!(self.fresh.is_empty(), "LivePages read before settle");
+        &self.sorted
+    }
+    /// Keep the pages `keep` accepts, visited in page order.
+    pub fn retain(&mut self, keep: impl FnMut(&PageIdx) -> bool) {
+        self.settle();
+        self.sorted.retain(keep);
+    }
 }
 
 /// Where to resume scanning for the pages a policy keeps in no list (never sampled, never
@@ -488,5 +535,37 @@ mod rate_tests {
                 assert_eq!(gbps_to_bytes_per_quantum(g, q), old(mib, q), "{mib} MiB/s");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod live_pages_tests {
+    use super::*;
+
+    #[test]
+    fn live_pages_stay_in_page_order_through_inserts_and_retains() {
+        let mut rng = testutil::Lcg(7);
+        let mut live = LivePages::default();
+        let mut want = std::collections::BTreeSet::new();
+        for round in 0..200 {
+            for _ in 0..rng.below(40) {
+                let p = rng.below(500) as PageIdx;
+                if want.insert(p) {
+                    live.insert(p);
+                }
+            }
+            if round % 7 == 3 {
+                let cut = rng.below(500) as PageIdx;
+                live.retain(|&p| p % 3 != cut % 3);
+                want.retain(|&p| p % 3 != cut % 3);
+            }
+            live.settle();
+            assert_eq!(
+                live.pages(),
+                want.iter().copied().collect::<Vec<_>>(),
+                "round {round}"
+            );
+        }
+        assert!(!want.is_empty());
     }
 }

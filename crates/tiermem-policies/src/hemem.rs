@@ -31,13 +31,13 @@
 //! HeMem manages 2 MB pages; nothing here assumes a page size (`snap.page_bytes`).
 
 use crate::heat::{
-    free_pages, gbps_to_bytes_per_quantum, in_default_tier, mib_per_s_to_gbps, ms_to_ns,
-    SideCursors, Budget,
-    HeatModel, FAST, SLOW,
+    free_pages, gbps_to_bytes_per_quantum, in_default_tier, mib_per_s_to_gbps, ms_to_ns, Budget,
+    HeatModel, LivePages, SideCursors, FAST, SLOW,
 };
 use crate::registry::{PolicyEntry, PolicyParams};
 use crate::BuildContext;
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
 use tiermem_core::config::{check_range, invalid, join, Validate};
 use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Result, Snapshot, TierId, TrackerSpec};
 
@@ -177,7 +177,9 @@ struct PageState {
 
 const HOT: u64 = 1 << 63;
 const LIVE: u64 = 1 << 62;
-const SEQ: u64 = LIVE - 1;
+/// The side (default tier or below) the page's list entry is on, as last synced.
+const FAST_SIDE: u64 = 1 << 61;
+const SEQ: u64 = FAST_SIDE - 1;
 /// Counts saturate here; `cooling_threshold` must stay below it so a tick can fire.
 const MAX_COUNT: u32 = u16::MAX as u32;
 
@@ -190,6 +192,9 @@ impl PageState {
     }
     fn seq(&self) -> u64 {
         self.seq_flags & SEQ
+    }
+    fn fast_side(&self) -> bool {
+        self.seq_flags & FAST_SIDE != 0
     }
     fn set_flag(&mut self, flag: u64, on: bool) {
         if on {
@@ -214,13 +219,57 @@ struct Batch {
     cursor: SideCursors,
 }
 
+/// One side of one class's FIFO list: `(seq, page)` entries in seq order, deleted lazily.
+/// An entry is current while its page still has that seq (every listing takes a fresh one)
+/// and that side (`Hemem::is_current`); leaving a list only makes the entry stale, so a
+/// class change or a migration costs O(1) instead of a tree removal and insertion (half
+/// of a fig1 run's time with trees). Stale entries are dropped from the head as soon as
+/// they reach it and everywhere once they outnumber the current ones (`Hemem::compact`).
+#[derive(Clone, Debug, Default)]
+struct SeqList {
+    /// Appended in increasing seq order (a new listing has the largest seq so far).
+    entries: VecDeque<(u64, PageIdx)>,
+    /// Entries that arrived behind the last one: a page that changed sides keeps its seq
+    /// (`Hemem::sync`). Kept current: removed when their page leaves.
+    late: BTreeMap<u64, PageIdx>,
+    /// How many entries are current.
+    current: usize,
+}
+
+impl SeqList {
+    /// Every entry, current or not, in seq order.
+    fn iter(&self) -> impl Iterator<Item = (u64, PageIdx)> + '_ {
+        let mut entries = self.entries.iter().copied().peekable();
+        let mut late = self.late.iter().map(|(&seq, &p)| (seq, p)).peekable();
+        std::iter::from_fn(move || match (entries.peek(), late.peek()) {
+            (Some(a), Some(b)) if b.0 < a.0 => late.next(),
+            (Some(_), _) => entries.next(),
+            (None, _) => late.next(),
+        })
+    }
+
+    fn push(&mut self, seq: u64, page: PageIdx) {
+        debug_assert!(self.entries.back().is_none_or(|&(s, _)| s < seq));
+        self.entries.push_back((seq, page));
+        self.current += 1;
+    }
+
+    /// The entry `seq` stops being current.
+    fn forget(&mut self, seq: u64) {
+        self.current -= 1;
+        if !self.late.is_empty() {
+            self.late.remove(&seq);
+        }
+    }
+}
+
 /// HeMem's tracker state and page finder.
 ///
 /// The FIFO lists are kept incrementally, so a quantum costs what its samples and moves
 /// cost, not a pass over every page: `lists[hot][fast]` holds `(seq, page)` of every page
 /// that left its first-touch place in the cold list, by class and by side (default tier or
-/// below) as last seen; the snapshot's `moved` log keeps the sides true (without a log,
-/// e.g. on the runtime, both sides are read). Pristine pages
+/// below) as last seen (`SeqList`); the snapshot's `moved` log keeps the sides true
+/// (without a log, e.g. on the runtime, both sides are read). Pristine pages
 /// are in `batches`. `live` holds the pages whose counts may be nonzero, so cooling and
 /// the heat total walk only those.
 #[derive(Clone, Debug)]
@@ -230,11 +279,10 @@ pub struct Hemem {
     global_clock: u32,
     next_seq: u64,
     total_heat: f64,
-    /// `lists[hot][fast]`: seq → page (every listing takes a fresh seq, so the seq alone
-    /// orders and identifies an entry; a one-word key keeps the trees' searches cheap).
-    lists: [[std::collections::BTreeMap<u64, PageIdx>; 2]; 2],
+    /// `lists[hot][fast]`.
+    lists: [[SeqList; 2]; 2],
     batches: Vec<Batch>,
-    live: Vec<PageIdx>,
+    live: LivePages,
     /// Whether `lists` and the cursors follow the placement (a snapshot without a `moved`
     /// log clears it).
     synced: bool,
@@ -253,7 +301,7 @@ impl Hemem {
             total_heat: 0.0,
             lists: Default::default(),
             batches: Vec::new(),
-            live: Vec::new(),
+            live: LivePages::default(),
             synced: false,
             samples: 0,
             cools: 0,
@@ -299,18 +347,50 @@ impl Hemem {
     /// migrated); `placement` says on which side it is now.
     fn relist(&mut self, page: usize, hot: bool, placement: &[TierId]) {
         let p = page as PageIdx;
+        let s = self.pages[page];
         if !self.is_pristine(p) {
-            let s = self.pages[page];
-            let class = &mut self.lists[s.hot() as usize];
-            if class[0].remove(&s.seq()).is_none() {
-                class[1].remove(&s.seq());
-            }
+            self.lists[s.hot() as usize][s.fast_side() as usize].forget(s.seq());
         }
+        let fast = in_default_tier(placement, p);
         let s = &mut self.pages[page];
         s.set_flag(HOT, hot);
+        s.set_flag(FAST_SIDE, fast);
         s.set_seq(self.next_seq);
-        self.lists[hot as usize][in_default_tier(placement, p) as usize].insert(self.next_seq, p);
+        self.lists[hot as usize][fast as usize].push(self.next_seq, p);
         self.next_seq += 1;
+    }
+
+    /// Whether a list entry is current: its page still has that seq and that side.
+    fn is_current(&self, (seq, page): (u64, PageIdx), fast: bool) -> bool {
+        let s = self.pages[page as usize];
+        s.seq() == seq && s.fast_side() == fast
+    }
+
+    /// Drop stale entries from every list's head, and everywhere in a list where they
+    /// outnumber the current ones (so a list walk costs at most twice its current entries).
+    fn compact(&mut self) {
+        let mut lists = std::mem::take(&mut self.lists);
+        for (class, sides) in lists.iter_mut().enumerate() {
+            for (fast, list) in sides.iter_mut().enumerate() {
+                let fast = fast == 1;
+                while list
+                    .entries
+                    .front()
+                    .is_some_and(|&e| !self.is_current(e, fast))
+                {
+                    list.entries.pop_front();
+                }
+                if list.entries.len() > 2 * list.current + 64 {
+                    list.entries.retain(|&e| self.is_current(e, fast));
+                }
+                debug_assert_eq!(
+                    list.iter().filter(|&e| self.is_current(e, fast)).count(),
+                    list.current,
+                    "class {class}, fast {fast}"
+                );
+            }
+        }
+        self.lists = lists;
     }
 
     fn bump(&mut self, page: usize, placement: &[TierId]) {
@@ -326,6 +406,10 @@ impl Hemem {
         let placement = snap.placement;
         match snap.moved {
             Some(moved) if self.synced => {
+                // First every listed page's side, then the entries in seq order: a side's
+                // entries behind the newcomers are stale by then and leave from its tail,
+                // so the newcomers (a quantum's promotions and demotions) append.
+                let mut changed = Vec::new();
                 for &p in moved {
                     if p as usize >= self.pages.len() {
                         continue;
@@ -337,24 +421,53 @@ impl Hemem {
                         }
                         _ => {
                             let s = self.pages[p as usize];
-                            let class = &mut self.lists[s.hot() as usize];
-                            if let Some(p) = class[!fast as usize].remove(&s.seq()) {
-                                class[fast as usize].insert(s.seq(), p);
+                            if s.fast_side() != fast {
+                                self.lists[s.hot() as usize][s.fast_side() as usize]
+                                    .forget(s.seq());
+                                self.pages[p as usize].set_flag(FAST_SIDE, fast);
+                                changed.push((s.seq(), p));
                             }
                         }
                     }
                 }
+                changed.sort_unstable();
+                for (seq, p) in changed {
+                    let s = self.pages[p as usize];
+                    let fast = s.fast_side();
+                    let mut list = std::mem::take(&mut self.lists[s.hot() as usize][fast as usize]);
+                    while list
+                        .entries
+                        .back()
+                        .is_some_and(|&e| !self.is_current(e, fast))
+                    {
+                        list.entries.pop_back();
+                    }
+                    if list.entries.binary_search_by_key(&seq, |&(s, _)| s).is_ok() {
+                        list.current += 1; // its old entry here is current again
+                    } else if list.entries.back().is_none_or(|&(s, _)| s < seq) {
+                        list.push(seq, p);
+                    } else {
+                        list.late.insert(seq, p);
+                        list.current += 1;
+                    }
+                    self.lists[s.hot() as usize][fast as usize] = list;
+                }
             }
             Some(_) => {
-                for class in &mut self.lists {
-                    let [below, fast] = class;
-                    let (stay, go): (Vec<_>, Vec<_>) = below
-                        .iter()
-                        .chain(fast.iter())
-                        .map(|(&seq, &p)| (seq, p))
-                        .partition(|&(_, p)| !in_default_tier(placement, p));
-                    *below = stay.into_iter().collect();
-                    *fast = go.into_iter().collect();
+                // The first log after none: every listed page takes its side from the
+                // placement, and each class's two sides are rebuilt.
+                for hot in [false, true] {
+                    let mut all: Vec<(u64, PageIdx)> = Vec::new();
+                    for fast in [false, true] {
+                        let list = std::mem::take(&mut self.lists[hot as usize][fast as usize]);
+                        all.extend(list.iter().filter(|&e| self.is_current(e, fast)));
+                    }
+                    all.sort_unstable();
+                    for (seq, p) in all {
+                        let fast = in_default_tier(placement, p);
+                        self.pages[p as usize].set_flag(FAST_SIDE, fast);
+                        self.lists[hot as usize][fast as usize].push(seq, p);
+                    }
                 }
                 self.reset_cursors();
             }
@@ -414,7 +527,7 @@ impl Hemem {
         } as u32;
         if !s.live() {
             s.set_flag(LIVE, true);
-            self.live.push(page as PageIdx);
+            self.live.insert(page as PageIdx);
         }
         self.samples += 1;
         self.total_heat += 1.0;
@@ -438,7 +551,6 @@ impl Hemem {
     fn cool_hot_lists(&mut self, placement: &[TierId]) {
         let mut total = 0u64;
         let mut live = std::mem::take(&mut self.live);
-        live.sort_unstable();
         live.retain(|&p| {
             let i = p as usize;
             self.catch_up(i);
@@ -478,15 +590,16 @@ impl Hemem {
         let on_side = |p: PageIdx| in_default_tier(placement, p) == fast;
         // Synced, the side's set holds exactly the side's pages; else both sets are read.
         let class = &self.lists[hot as usize];
+        let side = |fast: bool| {
+            class[fast as usize]
+                .iter()
+                .filter(move |&e| self.is_current(e, fast))
+        };
         let both: Vec<(u64, PageIdx)>;
         let listed: Box<dyn Iterator<Item = (u64, PageIdx)>> = if self.synced {
-            Box::new(class[fast as usize].iter().map(|(&seq, &p)| (seq, p)))
+            Box::new(side(fast))
         } else {
-            let mut v: Vec<_> = class[0]
-                .iter()
-                .chain(class[1].iter())
-                .map(|(&seq, &p)| (seq, p))
-                .collect();
+            let mut v: Vec<_> = side(false).chain(side(true)).collect();
             v.sort_unstable();
             both = v;
             Box::new(both.into_iter())
@@ -598,6 +711,8 @@ impl HeatModel for Hemem {
         if self.global_clock != before {
             self.cool_hot_lists(snap.placement);
         }
+        self.compact();
+        self.live.settle();
     }
     fn heat(&self, page: PageIdx) -> f64 {
         let (r, w) = self.counts(page);
@@ -623,10 +738,8 @@ impl HeatModel for Hemem {
         }
         v
     }
-    fn warm_pages(&self) -> Option<Vec<PageIdx>> {
-        let mut v = self.live.clone();
-        v.sort_unstable();
-        Some(v)
+    fn warm_pages(&self) -> Option<&[PageIdx]> {
+        Some(self.live.pages())
     }
 }
 
@@ -930,10 +1043,16 @@ mod tests {
                             );
                             checked += 1;
                         }
+                        let list = &h.lists[hot as usize][fast as usize];
+                        let current = list.iter().filter(|&e| h.is_current(e, fast)).count();
+                        assert_eq!(list.current, current, "round {round}");
                     }
                 }
             }
-            assert!(h.lists[1].iter().any(|l| !l.is_empty()), "some page must be hot");
+            assert!(
+                h.lists[1].iter().any(|l| l.current > 0),
+                "some page must be hot"
+            );
             assert!(checked > 1000);
         }
     }

@@ -38,7 +38,7 @@
 
 use crate::heat::{
     capacity_pages, free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns,
-    in_default_tier, Budget, HeatModel, SideCursors, FAST, SLOW,
+    in_default_tier, Budget, HeatModel, LivePages, SideCursors, FAST, SLOW,
 };
 use crate::registry::{PolicyEntry, PolicyParams};
 use crate::BuildContext;
@@ -240,7 +240,7 @@ fn countdown(left: &mut u64, n: u64, period: u64) -> bool {
 pub struct Memtis {
     pub cfg: MemtisConfig,
     counts: Vec<u32>,
-    live: Vec<PageIdx>,
+    live: LivePages,
     /// Samples left until the next cooling and adaptation (the periods of `cfg` at
     /// construction).
     to_cooling: u64,
@@ -269,7 +269,7 @@ impl Memtis {
         Memtis {
             cfg,
             counts: Vec::new(),
-            live: Vec::new(),
+            live: LivePages::default(),
             to_cooling,
             to_adaptation,
             zero: SideCursors::default(),
@@ -314,7 +314,7 @@ impl Memtis {
             if c > 0 {
                 self.hist[bin_of(c)] -= 1;
             } else {
-                self.live.push(page as PageIdx);
+                self.live.insert(page as PageIdx);
             }
             let c = c.saturating_add(n as u32);
             self.counts[page] = c;
@@ -416,9 +416,7 @@ impl Memtis {
         if min_bin == 0 {
             return (0..snap.placement.len() as PageIdx).collect();
         }
-        let mut v = self.live.clone();
-        v.sort_unstable();
-        v
+        self.live.pages().to_vec()
     }
 
     fn promo_wm(&self, snap: &Snapshot<'_>) -> u64 {
@@ -467,6 +465,7 @@ impl Memtis {
         if out.len() < n {
             let mut v: Vec<(u32, PageIdx)> = self
                 .live
+                .pages()
                 .iter()
                 .filter(|&&p| on_side(p) && keep(p))
                 .map(|&p| (self.count(p), p))
@@ -586,6 +585,7 @@ impl HeatModel for Memtis {
                 }
             }
         }
+        self.live.settle();
     }
     fn heat(&self, page: PageIdx) -> f64 {
         self.count(page) as f64
@@ -606,13 +606,9 @@ impl HeatModel for Memtis {
         // `coldest` reads tier 1 as every tier below the default one; a layer asks for one.
         self.coldest(snap, tier, n, |p| snap.placement[p as usize] == tier)
     }
-    fn warm_pages(&self) -> Option<Vec<PageIdx>> {
+    fn warm_pages(&self) -> Option<&[PageIdx]> {
         // Pages without a count have no heat and are hot only with a bin-0 threshold.
-        (self.active_threshold > 0).then(|| {
-            let mut v = self.live.clone();
-            v.sort_unstable();
-            v
-        })
+        (self.active_threshold > 0).then(|| self.live.pages())
     }
     /// MEMTIS+Colloid scans the tiers' hot lists only (Colloid §4.2).
     fn colloid_hot_list_only(&self) -> bool {
