@@ -27,7 +27,8 @@ pub struct Colloid<B: HeatModel> {
 }
 
 impl<B: HeatModel> Colloid<B> {
-    pub fn new(base: B, params: ColloidParams) -> Self {
+    pub fn new(mut base: B, params: ColloidParams) -> Self {
+        base.want_warm_pages();
         let meter = LatencyMeter::new(params.ewma_alpha);
         Colloid {
             base,

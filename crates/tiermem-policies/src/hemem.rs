@@ -741,6 +741,9 @@ impl HeatModel for Hemem {
     fn warm_pages(&self) -> Option<&[PageIdx]> {
         Some(self.live.pages())
     }
+    fn want_warm_pages(&mut self) {
+        self.live.keep_in_order();
+    }
 }
 
 impl Policy for Hemem {

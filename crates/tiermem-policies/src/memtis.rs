@@ -410,13 +410,13 @@ impl Memtis {
         self.synced = snap.moved.is_some();
     }
 
-    /// The pages that can have bin `min_bin` or above, in page order: the live ones, or
-    /// every page when `min_bin` is 0.
+    /// The pages that can have bin `min_bin` or above: the live ones (in no particular
+    /// order), or every page when `min_bin` is 0.
     fn pages_from_bin(&self, snap: &Snapshot<'_>, min_bin: usize) -> Vec<PageIdx> {
         if min_bin == 0 {
             return (0..snap.placement.len() as PageIdx).collect();
         }
-        self.live.pages().to_vec()
+        self.live.iter().collect()
     }
 
     fn promo_wm(&self, snap: &Snapshot<'_>) -> u64 {
@@ -465,10 +465,9 @@ impl Memtis {
         if out.len() < n {
             let mut v: Vec<(u32, PageIdx)> = self
                 .live
-                .pages()
                 .iter()
-                .filter(|&&p| on_side(p) && keep(p))
-                .map(|&p| (self.count(p), p))
+                .filter(|&p| on_side(p) && keep(p))
+                .map(|p| (self.count(p), p))
                 .collect();
             let k = n - out.len();
             if k < v.len() {
@@ -609,6 +608,9 @@ impl HeatModel for Memtis {
     fn warm_pages(&self) -> Option<&[PageIdx]> {
         // Pages without a count have no heat and are hot only with a bin-0 threshold.
         (self.active_threshold > 0).then(|| self.live.pages())
+    }
+    fn want_warm_pages(&mut self) {
+        self.live.keep_in_order();
     }
     /// MEMTIS+Colloid scans the tiers' hot lists only (Colloid §4.2).
     fn colloid_hot_list_only(&self) -> bool {
