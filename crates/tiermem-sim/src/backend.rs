@@ -1283,7 +1283,7 @@ impl SimBackend {
             let (exact, start) = (l.exact, l.start);
             let dt_per = step_ns as f64 / n.max(1) as f64;
             if exact && all_exact {
-                self.draw_samples(t, n, dt_per);
+                self.draw_samples(t, n);
                 continue;
             }
             for i in 0..n {
@@ -1306,9 +1306,8 @@ impl SimBackend {
                     continue;
                 }
                 let time = self.now_ns + (i as f64 * dt_per) as u64;
-                self.tracker
-                    .on_access(page as PageIdx, a.write, time, exact && all_exact);
-                if spans && !(exact && all_exact) {
+                self.tracker.on_access(page as PageIdx, a.write, time);
+                if spans {
                     let l = &self.loads[t];
                     let span = l.workload.span_pages() as usize;
                     if span > 1 {
@@ -1395,7 +1394,7 @@ impl SimBackend {
     /// accesses. A compressed page is not mapped: its access is no load PEBS counts (its
     /// faults were drawn exactly at the epoch's start), so a passed draw counts for the
     /// share of the tenant's accesses that reach mapped pages.
-    fn draw_samples(&mut self, t: usize, n: u64, dt_per: f64) {
+    fn draw_samples(&mut self, t: usize, n: u64) {
         let start = self.loads[t].start;
         let mapped = if self.any_compressed {
             let m = &self.loads[t].mass;
@@ -1407,6 +1406,12 @@ impl SimBackend {
         } else {
             1.0
         };
+        if self.tracker.samples_every_draw(mapped) {
+            for _ in 0..n {
+                self.draw_sampled(t, start);
+            }
+            return;
+        }
         let mut drawn = 0;
         while drawn < n {
             let left = n - drawn;
@@ -1423,15 +1428,20 @@ impl SimBackend {
                 self.tracker.skip_draws(d - 1, mapped);
             }
             drawn += d;
-            let a = self.loads[t].workload.next(&mut self.rng);
-            let page = start + a.page as usize;
-            let tier = self.placement[page];
-            if self.any_compressed && self.pools[tier.index()].is_some() {
-                continue;
-            }
-            let time = self.now_ns + ((drawn - 1) as f64 * dt_per) as u64;
-            self.tracker.on_access(page as PageIdx, a.write, time, true);
+            self.draw_sampled(t, start);
         }
+    }
+
+    /// One draw PEBS samples (`draw_samples`); an access to a compressed page is no load.
+    #[inline]
+    fn draw_sampled(&mut self, t: usize, start: usize) {
+        let a = self.loads[t].workload.next(&mut self.rng);
+        let page = start + a.page as usize;
+        let tier = self.placement[page];
+        if self.any_compressed && self.pools[tier.index()].is_some() {
+            return;
+        }
+        self.tracker.on_exact_access(page as PageIdx, a.write);
     }
 
     fn flush_record(&mut self) {

@@ -36,6 +36,19 @@ pub struct Pebs {
 }
 
 impl Pebs {
+    #[inline]
+    fn on_access(&mut self, page: PageIdx, write: bool) {
+        self.counter += self.per_access;
+        let mut count = 0;
+        while self.counter >= self.period {
+            self.counter -= self.period;
+            count += 1;
+        }
+        if count > 0 {
+            self.pending.push(HeatEvent::Sample { page, write, count });
+        }
+    }
+
     /// Draws until the counter reaches the period: the `d`-th draw from now samples,
     /// the `d - 1` before it, counting `weight` each, do not (checked against rounding).
     fn draws_to_next_sample(&self, weight: f64) -> u64 {
@@ -153,57 +166,63 @@ impl SimTracker {
         }
     }
 
-    /// The access path: called for every simulated access. Must stay cheap.
+    /// A drawn access of a stationary workload (with exact per-page probabilities): only PEBS
+    /// sees it, and it carries no time (hint faults, access bits and scans draw such
+    /// accesses from the exact probabilities at the epoch; the skip-ahead path called with
+    /// a time computed per draw spent half its own cost converting it).
     #[inline]
-    pub fn on_access(&mut self, page: PageIdx, write: bool, now_ns: u64, exact: bool) {
+    pub fn on_exact_access(&mut self, page: PageIdx, write: bool) {
+        match self {
+            SimTracker::Pebs(p) => p.on_access(page, write),
+            SimTracker::Combined(ts) => ts.iter_mut().for_each(|t| t.on_exact_access(page, write)),
+            _ => {}
+        }
+    }
+
+    /// The access path of a workload without exact probabilities (a trace, a phased or
+    /// ordered workload): called for every simulated access at its time. Must stay cheap.
+    #[inline]
+    pub fn on_access(&mut self, page: PageIdx, write: bool, now_ns: u64) {
         match self {
             SimTracker::None => {}
-            SimTracker::Pebs(p) => {
-                p.counter += p.per_access;
-                let mut count = 0;
-                while p.counter >= p.period {
-                    p.counter -= p.period;
-                    count += 1;
-                }
-                if count > 0 {
-                    p.pending.push(HeatEvent::Sample { page, write, count });
-                }
-            }
+            SimTracker::Pebs(p) => p.on_access(page, write),
             SimTracker::HintFaults(h) => {
-                if !exact {
-                    let m = h.marked_at[page as usize];
-                    if m != UNMARKED && now_ns >= m {
-                        h.marked_at[page as usize] = UNMARKED;
-                        h.pending.push(HeatEvent::HintFault {
-                            page,
-                            time_to_fault_ns: (now_ns - m) as f64,
-                        });
-                    }
+                let m = h.marked_at[page as usize];
+                if m != UNMARKED && now_ns >= m {
+                    h.marked_at[page as usize] = UNMARKED;
+                    h.pending.push(HeatEvent::HintFault {
+                        page,
+                        time_to_fault_ns: (now_ns - m) as f64,
+                    });
                 }
             }
-            SimTracker::AccessBits(a) => {
-                if !exact {
-                    a.touched[page as usize] = true;
-                }
-            }
-            SimTracker::Scan(s) => {
-                if !exact {
-                    s.mark(page as usize);
-                }
-            }
+            SimTracker::AccessBits(a) => a.touched[page as usize] = true,
+            SimTracker::Scan(s) => s.mark(page as usize),
             SimTracker::Combined(ts) => {
                 for t in ts {
-                    t.on_access(page, write, now_ns, exact);
+                    t.on_access(page, write, now_ns);
                 }
             }
         }
     }
 
-    /// For a stationary workload's accesses (`exact` in [`Self::on_access`]): the number
+    /// For a stationary workload's accesses (with exact per-page probabilities): the number
     /// of draws from now to the first whose page a tracker needs, that one included (≥ 1):
     /// PEBS's next sample. `None` when no tracker needs any: hint faults, access bits and
     /// scans draw from the exact probabilities at the epoch instead. `weight`: the share of
     /// draws a passed one counts for (accesses to compressed pages are no loads).
+    /// Whether [`Self::draws_to_next_sample`] is 1 whatever the state: a PEBS period no
+    /// longer than a draw's weight (MEMTIS's 199 against 1000 accesses a draw), so every
+    /// draw is sampled and the caller need not ask per draw.
+    pub fn samples_every_draw(&self, weight: f64) -> bool {
+        match self {
+            SimTracker::Pebs(p) => p.per_access * weight >= p.period,
+            SimTracker::Combined(ts) => ts.iter().any(|t| t.samples_every_draw(weight)),
+            _ => false,
+        }
+    }
+
+    #[inline]
     pub fn draws_to_next_sample(&self, weight: f64) -> Option<u64> {
         match self {
             SimTracker::Pebs(p) => Some(p.draws_to_next_sample(weight)),
@@ -547,7 +566,7 @@ impl tiermem_core::AccessBits for ScanBits {
 /// The core `Tracker` trait, for uses outside the simulator's own loop.
 impl Tracker for SimTracker {
     fn on_access(&mut self, page: PageIdx, write: bool, now_ns: u64) {
-        SimTracker::on_access(self, page, write, now_ns, false)
+        SimTracker::on_access(self, page, write, now_ns)
     }
     fn end_quantum(&mut self, _view: &TrackerView<'_>, out: &mut Vec<HeatEvent>) {
         self.drain(out)
@@ -581,7 +600,7 @@ mod tests {
             1.0,
         );
         for i in 0..100 {
-            t.on_access(i % 4, false, 0, true);
+            t.on_exact_access(i % 4, false);
         }
         let mut out = Vec::new();
         t.drain(&mut out);
@@ -617,7 +636,7 @@ mod tests {
             let mut out = Vec::new();
             let mut by_draw = Vec::new();
             for i in 0..draws {
-                each.on_access(0, false, 0, true);
+                each.on_exact_access(0, false);
                 each.drain(&mut out);
                 by_draw.extend(std::iter::repeat_n(i, samples(&out)));
                 out.clear();
@@ -628,7 +647,7 @@ mod tests {
             while let Some(d) = skip.draws_to_next_sample(1.0).filter(|&d| i + d <= draws) {
                 skip.skip_draws(d - 1, 1.0);
                 i += d;
-                skip.on_access(0, false, 0, true);
+                skip.on_exact_access(0, false);
                 skip.drain(&mut out);
                 by_skip.extend(std::iter::repeat_n(i - 1, samples(&out)));
                 out.clear();
@@ -660,7 +679,7 @@ mod tests {
         );
         t.set_lines_per_op(64.0);
         for i in 0..1000 {
-            t.on_access(i % 4, false, 0, true);
+            t.on_exact_access(i % 4, false);
         }
         let mut out = Vec::new();
         t.drain(&mut out);
@@ -669,7 +688,7 @@ mod tests {
         // is one event of 5 or 6 samples.
         let mut t = SimTracker::new(&TrackerSpec::Pebs { sample_period: 199 }, 4, 1000.0, 1.0);
         for i in 0..1000 {
-            t.on_access(i % 4, false, 0, true);
+            t.on_exact_access(i % 4, false);
         }
         out.clear();
         t.drain(&mut out);
