@@ -8,10 +8,14 @@
 //!
 //! [`cascade`] does that for any plan: walking the lower tiers in order of unloaded latency,
 //! when the plan brings more pages into a tier than it has free, the tier's coldest pages
-//! (by the system's own heat) move one tier further down first, so the plan's moves find
-//! the room. The cascade moves go before the plan's (the backend applies in order).
+//! (in the order the system itself would evict them: `HeatModel::coldest_pages`, HeMem's
+//! cold list, TPP's inactive list, MEMTIS's uncounted pages then counts) move one tier
+//! further down first, so the plan's moves find the room. The cascade moves go before the
+//! plan's (the backend applies in order). Its cost follows the plan and the victims, not
+//! the tier's pages.
 
 use crate::heat::HeatModel;
+use std::collections::HashSet;
 use tiermem_core::{PageIdx, Plan, Snapshot, TierId};
 
 /// `plan` with the demotions it needs down the lower tiers put in front of it.
@@ -38,7 +42,9 @@ pub fn cascade<H: HeatModel + ?Sized>(plan: Plan, snap: &Snapshot<'_>, heat: &H)
     // though it gains nothing in the end), and the pages the plan already moves.
     let mut gain = vec![0i64; n];
     let mut peak = vec![0i64; n];
-    let mut moving = vec![false; snap.placement.len()];
+    // The plan's pages, and how many of them each tier holds now.
+    let mut moving = HashSet::new();
+    let mut leaving = vec![0usize; n];
     for m in &plan.moves {
         for p in m.range.pages() {
             let Some(&from) = snap.placement.get(p as usize) else {
@@ -50,7 +56,9 @@ pub fn cascade<H: HeatModel + ?Sized>(plan: Plan, snap: &Snapshot<'_>, heat: &H)
             gain[m.to.index()] += 1;
             gain[from.index()] -= 1;
             peak[m.to.index()] = peak[m.to.index()].max(gain[m.to.index()]);
-            moving[p as usize] = true;
+            if moving.insert(p) {
+                leaving[from.index()] += 1;
+            }
         }
     }
     // The cascade's moves go first: they lower the tier they leave and raise the one they
@@ -64,10 +72,16 @@ pub fn cascade<H: HeatModel + ?Sized>(plan: Plan, snap: &Snapshot<'_>, heat: &H)
         if deficit <= 0 {
             continue;
         }
-        let victims = coldest_in(snap, heat, TierId(tier as u8), deficit as usize, &moving);
+        // The plan's own pages in the tier are not victims: ask for that many more.
+        let victims: Vec<PageIdx> = heat
+            .coldest_pages(snap, TierId(tier as u8), deficit as usize + leaving[tier])
+            .into_iter()
+            .filter(|p| !moving.contains(p))
+            .take(deficit as usize)
+            .collect();
         for &p in &victims {
             front.push(p, TierId(below as u8));
-            moving[p as usize] = true;
+            moving.insert(p);
         }
         gain[tier] -= victims.len() as i64;
         gain[below] += victims.len() as i64;
@@ -78,35 +92,6 @@ pub fn cascade<H: HeatModel + ?Sized>(plan: Plan, snap: &Snapshot<'_>, heat: &H)
     front.moves.extend(plan.moves);
     front.controls = plan.controls;
     front
-}
-
-/// Up to `k` pages exactly in `tier` that the plan does not move, coldest first (ties:
-/// lower page index first).
-fn coldest_in<H: HeatModel + ?Sized>(
-    snap: &Snapshot<'_>,
-    heat: &H,
-    tier: TierId,
-    k: usize,
-    moving: &[bool],
-) -> Vec<PageIdx> {
-    let mut v: Vec<(f64, PageIdx)> = snap
-        .placement
-        .iter()
-        .enumerate()
-        .filter(|&(p, t)| *t == tier && !moving[p])
-        .map(|(p, _)| (heat.heat(p as PageIdx), p as PageIdx))
-        .collect();
-    let k = k.min(v.len());
-    if k == 0 {
-        return Vec::new();
-    }
-    let cmp = |a: &(f64, PageIdx), b: &(f64, PageIdx)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
-    if k < v.len() {
-        v.select_nth_unstable_by(k - 1, cmp);
-        v.truncate(k);
-    }
-    v.sort_by(cmp);
-    v.into_iter().map(|(_, p)| p).collect()
 }
 
 #[cfg(test)]
@@ -144,8 +129,14 @@ mod tests {
         fn is_hot(&self, p: PageIdx) -> bool {
             self.0[p as usize] > 0.5
         }
-        fn coldest_pages(&self, _: &Snapshot<'_>, _: TierId, _: usize) -> Vec<PageIdx> {
-            Vec::new()
+        /// By heat, then page index.
+        fn coldest_pages(&self, snap: &Snapshot<'_>, tier: TierId, n: usize) -> Vec<PageIdx> {
+            let mut v: Vec<PageIdx> = (0..snap.placement.len() as PageIdx)
+                .filter(|&p| snap.placement[p as usize] == tier)
+                .collect();
+            v.sort_by(|&a, &b| self.heat(a).total_cmp(&self.heat(b)).then(a.cmp(&b)));
+            v.truncate(n);
+            v
         }
     }
 
@@ -199,6 +190,24 @@ mod tests {
         let moves: Vec<(u32, u8)> = out.moves.iter().map(|m| (m.range.start, m.to.0)).collect();
         assert_eq!(moves, [(6, 2), (0, 1), (7, 0)]);
         assert_eq!(w.apply(&out), 3);
+    }
+
+    /// The middle tier's coldest page is one the plan promotes: the victims are the next
+    /// coldest, and the promotion stays in the plan.
+    #[test]
+    fn pages_the_plan_moves_are_not_victims() {
+        let mut w = three_tiers();
+        let heat = Fixed(vec![
+            0.1, 0.2, 0.9, 0.9, 0.7, 0.3, 0.05, 0.8, 0.0, 0.0, 0.0, 0.0,
+        ]);
+        let mut plan = Plan::default();
+        plan.push(0, SLOW);
+        plan.push(1, SLOW);
+        plan.push(6, FAST);
+        let out = cascade(plan, &w.snap(), &heat);
+        let moves: Vec<(u32, u8)> = out.moves.iter().map(|m| (m.range.start, m.to.0)).collect();
+        assert_eq!(moves, [(5, 2), (4, 2), (0, 1), (1, 1), (6, 0)]);
+        assert_eq!(w.apply(&out), 5);
     }
 
     #[test]
