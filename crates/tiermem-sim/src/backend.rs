@@ -571,7 +571,7 @@ impl SimBackend {
         b.recompute_mass();
         if b.any_compressed {
             for p in 0..b.placement.len() {
-                if b.pools[b.placement[p].index()].is_some() {
+                if b.is_compressed(b.placement[p]) {
                     b.schedule_fault(p);
                 }
             }
@@ -644,6 +644,11 @@ impl SimBackend {
             })
             .collect()
     }
+    /// Whether a tier is compressed (a pool, not mapped memory: an access to it faults).
+    #[inline]
+    fn is_compressed(&self, tier: TierId) -> bool {
+        self.pools[tier.index()].is_some()
+    }
     /// The tenant (index into `loads`) page `p` belongs to.
     fn tenant_of(&self, p: usize) -> usize {
         self.loads
@@ -703,7 +708,7 @@ impl SimBackend {
             l.stuck_mass.iter_mut().for_each(|m| *m = 0.0);
         }
         for p in 0..self.placement.len() {
-            if self.pools[self.placement[p].index()].is_some() {
+            if self.is_compressed(self.placement[p]) {
                 self.schedule_fault(p);
             }
         }
@@ -816,7 +821,7 @@ impl SimBackend {
     fn fault(&mut self, p: usize) -> (usize, f64) {
         let from = self.placement[p];
         let tenant = self.tenant_of(p);
-        if self.pools[from.index()].is_none() {
+        if !self.is_compressed(from) {
             return (tenant, 0.0);
         }
         let cost = self.fault_cost_ns[from.index()];
@@ -861,7 +866,7 @@ impl SimBackend {
         self.pending_mig_read[from.index()] += self.page_bytes as f64;
         self.pending_mig_write[to.index()] += self.page_bytes as f64;
         if self.any_compressed {
-            if self.pools[from.index()].is_some() {
+            if self.is_compressed(from) {
                 let f = self.lz4_fraction(p);
                 let pool = self.pools[from.index()].as_mut().expect("a pool");
                 pool.remove(pool.compressed_bytes(f));
@@ -870,7 +875,7 @@ impl SimBackend {
                     self.loads[tenant].stuck_mass[from.index()] -= w.unwrap_or(0.0);
                 }
             }
-            if self.pools[to.index()].is_some() {
+            if self.is_compressed(to) {
                 self.schedule_fault(p);
             }
         }
@@ -1295,7 +1300,7 @@ impl SimBackend {
                 let page = start + a.page as usize;
                 let tier = self.placement[page];
                 l.measured[tier.index()] += 1;
-                if self.any_compressed && self.pools[tier.index()].is_some() {
+                if self.any_compressed && self.is_compressed(tier) {
                     // A compressed page is not mapped: no PEBS sample, a fault. Stationary
                     // workloads drew it exactly (above); a trace faults on its sampled
                     // access (charged to the next epoch).
@@ -1438,7 +1443,7 @@ impl SimBackend {
         let a = self.loads[t].workload.next(&mut self.rng);
         let page = start + a.page as usize;
         let tier = self.placement[page];
-        if self.any_compressed && self.pools[tier.index()].is_some() {
+        if self.any_compressed && self.is_compressed(tier) {
             return;
         }
         self.tracker.on_exact_access(page as PageIdx, a.write);
@@ -1792,7 +1797,7 @@ impl Backend for SimBackend {
                 .controls
                 .limit(mv.tenant, to)
                 .map_or(u64::MAX, |b| b / page);
-            let over_pages = self.pools[to.index()].is_none()
+            let over_pages = !self.is_compressed(to)
                 && self.used_pages[to.index()] + moving > self.capacity_pages[to.index()];
             if over_pages || self.tenant_used[t][to.index()] + moving > limit_pages {
                 a.pages_no_capacity += moving;
