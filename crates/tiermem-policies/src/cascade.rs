@@ -151,19 +151,27 @@ mod tests {
         w
     }
 
+    /// Pages 4..8 in CXL: 6 is the coldest, then 5, 4, 7.
+    fn middle_tier_heat() -> Fixed {
+        Fixed(vec![
+            0.1, 0.2, 0.9, 0.9, 0.7, 0.3, 0.05, 0.8, 0.0, 0.0, 0.0, 0.0,
+        ])
+    }
+
+    /// A plan's moves as (first page, tier).
+    fn moves_of(plan: &Plan) -> Vec<(u32, u8)> {
+        plan.moves.iter().map(|m| (m.range.start, m.to.0)).collect()
+    }
+
     #[test]
     fn a_full_middle_tier_demotes_its_coldest_pages_down_first() {
         let mut w = three_tiers();
-        // Pages 4..8 in CXL: 6 is the coldest, then 5.
-        let heat = Fixed(vec![
-            0.1, 0.2, 0.9, 0.9, 0.7, 0.3, 0.05, 0.8, 0.0, 0.0, 0.0, 0.0,
-        ]);
+        let heat = middle_tier_heat();
         let mut plan = Plan::default();
         plan.push(0, SLOW);
         plan.push(1, SLOW);
         let out = cascade(plan.clone(), &w.snap(), &heat);
-        let moves: Vec<(u32, u8)> = out.moves.iter().map(|m| (m.range.start, m.to.0)).collect();
-        assert_eq!(moves, [(6, 2), (5, 2), (0, 1), (1, 1)]);
+        assert_eq!(moves_of(&out), [(6, 2), (5, 2), (0, 1), (1, 1)]);
         // Applied in order, every move lands (before: both demotions refused).
         assert_eq!(w.apply(&out), 4);
         assert_eq!(w.apply(&plan), 0, "the uncascaded plan finds no room");
@@ -175,9 +183,7 @@ mod tests {
     #[test]
     fn a_swap_between_full_tiers_gets_room_for_its_first_half() {
         let mut w = three_tiers();
-        let heat = Fixed(vec![
-            0.1, 0.2, 0.9, 0.9, 0.7, 0.3, 0.05, 0.8, 0.0, 0.0, 0.0, 0.0,
-        ]);
+        let heat = middle_tier_heat();
         let mut plan = Plan::default();
         plan.push(0, SLOW);
         plan.push(7, FAST);
@@ -187,8 +193,7 @@ mod tests {
             "the uncascaded swap finds no room"
         );
         let out = cascade(plan.clone(), &w.snap(), &heat);
-        let moves: Vec<(u32, u8)> = out.moves.iter().map(|m| (m.range.start, m.to.0)).collect();
-        assert_eq!(moves, [(6, 2), (0, 1), (7, 0)]);
+        assert_eq!(moves_of(&out), [(6, 2), (0, 1), (7, 0)]);
         assert_eq!(w.apply(&out), 3);
     }
 
@@ -197,16 +202,13 @@ mod tests {
     #[test]
     fn pages_the_plan_moves_are_not_victims() {
         let mut w = three_tiers();
-        let heat = Fixed(vec![
-            0.1, 0.2, 0.9, 0.9, 0.7, 0.3, 0.05, 0.8, 0.0, 0.0, 0.0, 0.0,
-        ]);
+        let heat = middle_tier_heat();
         let mut plan = Plan::default();
         plan.push(0, SLOW);
         plan.push(1, SLOW);
         plan.push(6, FAST);
         let out = cascade(plan, &w.snap(), &heat);
-        let moves: Vec<(u32, u8)> = out.moves.iter().map(|m| (m.range.start, m.to.0)).collect();
-        assert_eq!(moves, [(5, 2), (4, 2), (0, 1), (1, 1), (6, 0)]);
+        assert_eq!(moves_of(&out), [(5, 2), (4, 2), (0, 1), (1, 1), (6, 0)]);
         assert_eq!(w.apply(&out), 5);
     }
 
