@@ -29,30 +29,14 @@ WORK=$(mktemp -d /tmp/tiermem-bench.XXXXXX)   # 0700, unpredictable name
 export TIERMEM_RUN_DIR=$WORK/run
 mkdir -m 700 "$TIERMEM_RUN_DIR"
 PIDS=()
-CG=/sys/fs/cgroup/memory/tiermem-bench-$$
-SWAPFILE=/var/tmp/tiermem-bench-swap-$$
-ZSWAP_OLD_EN=$(cat /sys/module/zswap/parameters/enabled 2>/dev/null || echo N)
-ZSWAP_OLD_COMP=$(cat /sys/module/zswap/parameters/compressor 2>/dev/null || echo lzo)
-OLD_PAGE_CLUSTER=$(cat /proc/sys/vm/page-cluster)
-SWAP_ON=0
+source bench/lib/kernel-swap.sh   # the zswap baseline: KSWAP_CG, kswap_setup, kswap_restore
+CG=$KSWAP_CG
 
 cleanup() {
     for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null; done
-    [[ -d $CG ]] && for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
     sleep 0.5
     for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill -9 "$p" 2>/dev/null; done
-    if [[ -d $CG ]]; then
-        rmdir "$CG" 2>/dev/null || true
-    fi
-    if [[ $SWAP_ON == 1 ]]; then
-        swapoff "$SWAPFILE" 2>/dev/null || true
-    fi
-    rm -f "$SWAPFILE"
-    echo "$OLD_PAGE_CLUSTER" > /proc/sys/vm/page-cluster
-    if [[ -w /sys/module/zswap/parameters/enabled ]]; then
-        echo "$ZSWAP_OLD_COMP" > /sys/module/zswap/parameters/compressor 2>/dev/null || true
-        echo "$ZSWAP_OLD_EN" > /sys/module/zswap/parameters/enabled 2>/dev/null || true
-    fi
+    kswap_restore
     rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
@@ -70,22 +54,7 @@ json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval
 
 zswap_setup() {
     [[ ${SKIP_ZSWAP:-0} == 1 ]] && return 1
-    [[ -w /sys/module/zswap/parameters/enabled && -d /sys/fs/cgroup/memory ]] || { note "(zswap or cgroup v1 not available: kernel baseline skipped)"; return 1; }
-    if [[ $SWAP_ON == 0 ]]; then
-        dd if=/dev/zero of="$SWAPFILE" bs=1M count=2048 status=none && chmod 600 "$SWAPFILE" && mkswap -q "$SWAPFILE" >/dev/null && swapon "$SWAPFILE" || { note "(swapon failed: kernel baseline skipped)"; return 1; }
-        SWAP_ON=1
-        echo lzo > /sys/module/zswap/parameters/compressor
-        echo Y > /sys/module/zswap/parameters/enabled
-    fi
-    mkdir -p "$CG"
-    return 0
-}
-
-# Run a command inside the bench cgroup with a memory limit.
-in_cgroup() {
-    local limit=$1; shift
-    echo "$limit" > "$CG/memory.limit_in_bytes"
-    sh -c "echo \$\$ > $CG/cgroup.procs && exec \"\$@\"" sh "$@"
+    kswap_setup lzo || { note "(kernel baseline skipped: $KSWAP_WHY)"; return 1; }
 }
 
 # ---------------------------------------------------------------- 1. fault latency
@@ -109,11 +78,11 @@ for rep in $(seq $REPS); do
     if [[ $HAVE_ZSWAP == 1 ]]; then
         # vm.page-cluster: this machine's default (3) = swap readahead of up to 8 pages per
         # fault; 0 = one page per fault, like tiermem. Restored on exit.
-        for pc in $OLD_PAGE_CLUSTER 0; do
+        for pc in $KSWAP_OLD_PAGE_CLUSTER 0; do
             echo $pc > /proc/sys/vm/page-cluster
-            echo "zswap lzo (swap-in, page-cluster=$pc)|$(in_cgroup $((4 << 20)) "$TOUCH" --mb $MB --settle-ms 2500)|-|-|-" >> "$LAT"
+            echo "zswap lzo (swap-in, page-cluster=$pc)|$(kswap_in_cgroup $((4 << 20)) "$TOUCH" --mb $MB --settle-ms 2500)|-|-|-" >> "$LAT"
         done
-        echo "$OLD_PAGE_CLUSTER" > /proc/sys/vm/page-cluster
+        echo "$KSWAP_OLD_PAGE_CLUSTER" > /proc/sys/vm/page-cluster
     fi
     if [[ $rep == 1 ]]; then
         for codec in zstd:1 deflate:1 lzo; do touch_tm "tiermem $codec" "$ROOT/target/release" $codec; done
@@ -226,13 +195,13 @@ else
             local why="died"
             [[ $label == zswap* ]] && grep -q "oom_kill [1-9]" "$CG/memory.oom_control" 2>/dev/null && why="OOM-killed"
             note "| $data | $label | 0 | 0 % | - | - | - | - | FAILED: memcached $why |"
-            wait $MC 2>/dev/null; PORT=$((PORT + 1)); echo "$OLD_PAGE_CLUSTER" > /proc/sys/vm/page-cluster
+            wait $MC 2>/dev/null; PORT=$((PORT + 1)); echo "$KSWAP_OLD_PAGE_CLUSTER" > /proc/sys/vm/page-cluster
             return
         fi
         local tot=$((r + zp))
         note "| $data | $label | $ops | $(pct $ops $PLAIN_OPS) | $(fmt $r) | $(fmt $zp) | $(fmt $tot) | $(python3 -c "print('%.0f %%' % (100.0 * (1 - $tot / max(1, $PLAIN_MEM))))") | $ver |"
         kill $MC 2>/dev/null; sleep 0.3; kill -9 $MC 2>/dev/null; wait $MC 2>/dev/null
-        echo "$OLD_PAGE_CLUSTER" > /proc/sys/vm/page-cluster
+        echo "$KSWAP_OLD_PAGE_CLUSTER" > /proc/sys/vm/page-cluster
         PORT=$((PORT + 1))
     }
     for data in text random; do

@@ -51,6 +51,9 @@ fn pre_flight(cli: Cli, argv: &[String]) {
             | trace_cmd::TraceCommand::Record { page_size, .. },
         ) => trace_cmd::page_bytes(&page_size).map(|_| ()),
         Command::Reproduce(a) => sim_cmd::check_out_dir(&a.out),
+        Command::Qos(a) => tiermem_linux::qos::Mode::parse(&a.mode)
+            .map_err(Error::usage)
+            .and_then(|_| tiermem_linux::qos::QosFile::load(&a.config).map(|_| ())),
         // Attach checks a live process first: nothing to fuzz before that.
         Command::Attach(_) | Command::Stat(_) | Command::Budget(_) | Command::Policies(_) => Ok(()),
         Command::Sweep(a) => workbench_cmd::check_sweep_args(&a),

@@ -4,6 +4,7 @@
 mod cli_fuzz;
 mod memstrata_cmd;
 mod policies_cmd;
+mod qos_cmd;
 mod runtime_cmd;
 mod sim_cmd;
 mod tiers_cmd;
@@ -44,6 +45,9 @@ enum Command {
     Stat(runtime_cmd::StatArgs),
     /// Change the DRAM budget of a program running under `tiermem run`.
     Budget(runtime_cmd::BudgetArgs),
+    /// Run several programs as tenants with SLOs and priorities (Mercury's QoS): per-tenant
+    /// DRAM limits through the runtime, CPU shares through cgroups.
+    Qos(qos_cmd::QosArgs),
     /// Run a sweep file (base config x grid x seeds) locally or on Ray; writes Parquet.
     Sweep(workbench_cmd::SweepArgs),
     /// Compressed tiers: `characterize` measures each codec x allocator x backing here.
@@ -72,6 +76,7 @@ fn main() {
         Command::Attach(a) => runtime_cmd::attach(a).map(|_| 0),
         Command::Stat(a) => runtime_cmd::stat(a).map(|_| 0),
         Command::Budget(a) => runtime_cmd::budget(a).map(|_| 0),
+        Command::Qos(a) => qos_cmd::qos(a),
         Command::Sweep(a) => workbench_cmd::sweep(a),
         Command::Memstrata(c) => memstrata_cmd::memstrata(c).map(|_| 0),
         Command::Tiers(c) => tiers_cmd::tiers(c).map(|_| 0),

@@ -52,6 +52,17 @@ pub struct TenantTelemetry {
     pub used_bytes: Vec<u64>,
     /// Its whole footprint in bytes.
     pub footprint_bytes: u64,
+    /// Milliseconds stalled on tier faults per second it was active (the runtime: the
+    /// fault thread's service time of its faults plus waits for room under its budget,
+    /// over that plus its own CPU time; no PMU needed). NaN when it did nothing; 0 where a
+    /// backend measures latency instead.
+    #[serde(default)]
+    pub fault_stall_ms_per_s: f64,
+    /// CPU seconds per second its own threads ran (the runtime's progress rate of a
+    /// throughput tenant: what CPU throttling and fault stalls take away). 0 where a
+    /// backend measures bandwidth instead.
+    #[serde(default)]
+    pub cpu_per_s: f64,
 }
 
 fn one_sample() -> u32 {

@@ -52,9 +52,9 @@ pub fn find_preload() -> Result<PathBuf> {
     ))
 }
 
-/// Replace this process with PROGRAM under the runtime. Returns only on failure, with
-/// the exit status a shell would give (127 not found, 126 not executable).
-pub fn exec(cfg: &RuntimeConfig, program: &[String]) -> Result<i32> {
+/// PROGRAM under the runtime: the preload library in front of any LD_PRELOAD, the config
+/// in the environment. Checks userfaultfd and finds the library; starts nothing.
+pub fn command(cfg: &RuntimeConfig, program: &[String]) -> Result<std::process::Command> {
     check_userfaultfd()?;
     let preload = find_preload()?;
     let json =
@@ -65,11 +65,17 @@ pub fn exec(cfg: &RuntimeConfig, program: &[String]) -> Result<i32> {
             ld = format!("{ld}:{old}");
         }
     }
-    let err = std::process::Command::new(&program[0])
-        .args(&program[1..])
+    let mut cmd = std::process::Command::new(&program[0]);
+    cmd.args(&program[1..])
         .env("LD_PRELOAD", ld)
-        .env("TIERMEM_CONFIG_JSON", json)
-        .exec();
+        .env("TIERMEM_CONFIG_JSON", json);
+    Ok(cmd)
+}
+
+/// Replace this process with PROGRAM under the runtime. Returns only on failure, with
+/// the exit status a shell would give (127 not found, 126 not executable).
+pub fn exec(cfg: &RuntimeConfig, program: &[String]) -> Result<i32> {
+    let err = command(cfg, program)?.exec();
     match err.kind() {
         std::io::ErrorKind::NotFound => {
             eprintln!("tiermem: {}: command not found", program[0]);

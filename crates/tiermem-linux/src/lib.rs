@@ -32,6 +32,7 @@ pub mod launch;
 pub mod numa;
 pub mod pool;
 pub mod probe;
+pub mod qos;
 pub mod runtime;
 pub mod stats;
 pub mod sys;

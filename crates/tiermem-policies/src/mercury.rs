@@ -34,14 +34,22 @@ use tiermem_core::{
 /// Controllers by config name (`[controller] controller = "..."`).
 pub const CONTROLLERS: &[&str] = &["mercury"];
 
-/// A tenant's service-level objective: a memory-access latency target (latency-sensitive,
-/// LS) or a memory-bandwidth target (bandwidth-intensive, BI). Written with its unit:
-/// "460ns", "0.46us", "40GB/s", "500MB/s" (GB = 1e9 bytes).
+/// A tenant's service-level objective: a latency-sensitive (LS) target, lower is better,
+/// or a bandwidth-intensive (BI) one, higher is better. Written with its unit:
+/// * the simulator's (what Mercury's IBS/PQoS counters give, §3.1): a memory-access latency
+///   "460ns", "0.46us" (LS) or a memory bandwidth "40GB/s", "500MB/s" (BI; GB = 1e9 bytes);
+/// * the runtime's (stock kernel, no PMU: what tiermem itself measures): milliseconds
+///   stalled on tier faults per second the program is active "20ms/s" (LS), or CPU
+///   seconds per second its own threads run, its progress rate, "0.8cpu" (BI).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Slo {
     LatencyNs(f64),
     BandwidthBytesPerS(f64),
+    StallMsPerS(f64),
+    CpuPerS(f64),
 }
+
+const SLO_UNITS: &str = "write a latency (\"460ns\", \"0.5us\") or a bandwidth (\"40GB/s\", \"500MB/s\") in the simulator, a fault stall (\"20ms/s\") or a progress rate (\"0.8cpu\") on the runtime";
 
 impl Slo {
     pub fn parse(text: &str) -> std::result::Result<Slo, String> {
@@ -50,29 +58,63 @@ impl Slo {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(t.len());
         let (num, unit) = t.split_at(split);
-        let v: f64 = num.parse().map_err(|_| {
-            format!("`{text}` is not a number with a unit; write a latency (\"460ns\", \"0.5us\") or a bandwidth (\"40GB/s\", \"500MB/s\")")
-        })?;
+        let v: f64 = num
+            .parse()
+            .map_err(|_| format!("`{text}` is not a number with a unit; {SLO_UNITS}"))?;
         let slo = match unit.trim() {
             "ns" => Slo::LatencyNs(v),
             "us" => Slo::LatencyNs(v * 1e3),
             "GB/s" => Slo::BandwidthBytesPerS(v * 1e9),
             "MB/s" => Slo::BandwidthBytesPerS(v * 1e6),
-            "" => return Err(format!("`{text}` has no unit; write \"{text}ns\" for a latency target (LS) or \"{text}GB/s\" for a bandwidth target (BI)")),
-            other => return Err(format!("`{text}`: unknown unit `{other}`; use ns or us (latency, LS) or GB/s or MB/s (bandwidth, BI)")),
+            "ms/s" => Slo::StallMsPerS(v),
+            "cpu" => Slo::CpuPerS(v),
+            "" => return Err(format!("`{text}` has no unit; write \"{text}ns\" for a latency target (LS) or \"{text}GB/s\" for a bandwidth target (BI) in the simulator, \"{text}ms/s\" (LS) or \"{text}cpu\" (BI) on the runtime")),
+            other => return Err(format!("`{text}`: unknown unit `{other}`; {SLO_UNITS}")),
         };
         if !(v.is_finite() && v > 0.0) {
             return Err(format!("`{text}`: an SLO is positive"));
         }
+        if let Slo::StallMsPerS(ms) = slo {
+            if ms >= 1000.0 {
+                return Err(format!("`{text}`: a stall is less than 1000ms/s (all of the time)"));
+            }
+        }
         Ok(slo)
     }
+    /// Latency-sensitive (LS: lower is better) rather than bandwidth-intensive (BI).
     pub fn is_latency(&self) -> bool {
-        matches!(self, Slo::LatencyNs(_))
+        matches!(self, Slo::LatencyNs(_) | Slo::StallMsPerS(_))
     }
-    /// The target in its own unit (ns or bytes/s).
+    /// Measured by the runtime (fault stall, progress) rather than by the simulator's
+    /// counters (latency, bandwidth).
+    pub fn is_runtime(&self) -> bool {
+        matches!(self, Slo::StallMsPerS(_) | Slo::CpuPerS(_))
+    }
+    /// The target in its own unit (ns, bytes/s, ms/s or CPU s/s).
     pub fn target(&self) -> f64 {
         match *self {
-            Slo::LatencyNs(v) | Slo::BandwidthBytesPerS(v) => v,
+            Slo::LatencyNs(v)
+            | Slo::BandwidthBytesPerS(v)
+            | Slo::StallMsPerS(v)
+            | Slo::CpuPerS(v) => v,
+        }
+    }
+    /// The unit of [`Self::target`] and [`Self::measured`].
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Slo::LatencyNs(_) => "ns",
+            Slo::BandwidthBytesPerS(_) => "bytes/s",
+            Slo::StallMsPerS(_) => "ms/s",
+            Slo::CpuPerS(_) => "cpu",
+        }
+    }
+    /// What this SLO is judged on in a tenant's telemetry.
+    pub fn measured(&self, m: &tiermem_core::TenantTelemetry) -> f64 {
+        match self {
+            Slo::LatencyNs(_) => m.avg_latency_ns,
+            Slo::BandwidthBytesPerS(_) => m.bandwidth_bytes_per_s,
+            Slo::StallMsPerS(_) => m.fault_stall_ms_per_s,
+            Slo::CpuPerS(_) => m.cpu_per_s,
         }
     }
     pub fn class(&self) -> &'static str {
@@ -90,7 +132,9 @@ impl Slo {
 pub struct MercuryTenantConfig {
     /// A `[[tenants]]` name of the simulation (a program's name on the runtime).
     pub name: String,
-    /// "460ns" (LS: memory-access latency) or "40GB/s" (BI: memory bandwidth).
+    /// "460ns" (LS: memory-access latency) or "40GB/s" (BI: memory bandwidth) in the
+    /// simulator; "20ms/s" (LS: stall on tier faults) or "0.8cpu" (BI: progress) on the
+    /// runtime.
     pub slo: String,
     /// Strict priority, unique; larger = more important.
     pub priority: u32,
@@ -124,6 +168,11 @@ pub struct ControllerConfig {
     /// Rounds every SLO must hold before free memory is handed out (work conservation).
     #[serde(default = "default_settle_rounds")]
     pub settle_rounds: u32,
+    /// Consecutive rounds a tenant must be over its SLO before it yields (1: at once).
+    /// More for noisy measurements (the runtime's fault stalls come in bursts), so that one
+    /// calm round does not give away memory the next one needs.
+    #[serde(default = "default_yield_rounds")]
+    pub yield_rounds: u32,
     /// Healthy default-tier bandwidth (§4.2), e.g. "150GB/s"; absent = calibrated by the
     /// backend with the paper's microbenchmarks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,6 +199,9 @@ fn default_hysteresis() -> f64 {
 fn default_min_cpu() -> f64 {
     0.05
 }
+fn default_yield_rounds() -> u32 {
+    1
+}
 fn default_settle_rounds() -> u32 {
     5
 }
@@ -167,6 +219,29 @@ impl ControllerConfig {
         self.thresh_local_bw
             .as_deref()
             .map(|s| Slo::parse(s).expect("validated").target())
+    }
+}
+
+impl ControllerConfig {
+    /// Every SLO is one this backend measures: the simulator has latency and bandwidth
+    /// counters, the runtime (no PMU) measures fault stalls and progress.
+    pub fn check_backend(&self, p: &str, runtime: bool) -> Result<()> {
+        for (i, (t, slo)) in self.tenants.iter().zip(self.slos()).enumerate() {
+            if slo.is_runtime() == runtime {
+                continue;
+            }
+            let fix = match (runtime, slo.is_latency()) {
+                (true, true) => "the runtime has no memory-latency counters (no PMU); give the stall on tier faults it may take, e.g. \"20ms/s\"",
+                (true, false) => "the runtime has no memory-bandwidth counters (no PMU); give the progress rate it needs in CPU seconds per second, e.g. \"0.8cpu\"",
+                (false, true) => "a fault stall is the runtime's measure; the simulator measures memory-access latency: give e.g. \"460ns\"",
+                (false, false) => "a progress rate is the runtime's measure; the simulator measures memory bandwidth: give e.g. \"40GB/s\"",
+            };
+            return Err(invalid(
+                &join(p, &format!("tenants[{i}].slo")),
+                format!("`{}`: {fix}", t.slo),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -193,6 +268,7 @@ impl Validate for ControllerConfig {
         check_positive(&join(p, "cpu_step"), self.cpu_step, 1.0)?;
         check_range(&join(p, "hysteresis"), self.hysteresis, 0.0, 0.5)?;
         check_positive(&join(p, "min_cpu_share"), self.min_cpu_share, 1.0)?;
+        check_range(&join(p, "yield_rounds"), self.yield_rounds as f64, 1.0, 1e6)?;
         check_range(
             &join(p, "settle_rounds"),
             self.settle_rounds as f64,
@@ -304,6 +380,12 @@ struct TenantState {
     /// Measurement sums over the current interval.
     sum_perf: f64,
     sum_hint: f64,
+    /// Samples in `sum_perf`: a backend reports NaN for a quantum without a measurement
+    /// (a runtime tenant that did nothing), which is left out; a round with none leaves
+    /// the tenant as it is.
+    perf_samples: u32,
+    /// Consecutive rounds over its SLO (`yield_rounds`).
+    over_rounds: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -357,6 +439,8 @@ impl Mercury {
                 footprint: 0,
                 sum_perf: 0.0,
                 sum_hint: 0.0,
+                perf_samples: 0,
+                over_rounds: 0,
             })
             .collect();
         Ok(Mercury {
@@ -494,6 +578,10 @@ impl Mercury {
         let t = &self.tenants[i];
         let h = self.cfg.hysteresis;
         let target = t.slo.target();
+        if perf.is_nan() {
+            // Not measured this round (a runtime tenant that did nothing).
+            return Standing::InBand;
+        }
         if t.slo.is_latency() {
             if perf > target {
                 Standing::Unsatisfied
@@ -548,10 +636,17 @@ impl Mercury {
             // Strict priority: below a tenant that missed its SLO this round, nobody asks
             // for more (it would take back what the higher one was just given).
             let higher_missed = !all_ok;
+            if standing == Standing::Over {
+                self.tenants[i].over_rounds += 1;
+            } else {
+                self.tenants[i].over_rounds = 0;
+            }
             match standing {
                 Standing::InBand => {}
                 Standing::Over => {
-                    if self.tenants[i].spare > 0 {
+                    if self.tenants[i].spare > 0
+                        || self.tenants[i].over_rounds < self.cfg.yield_rounds
+                    {
                         continue;
                     }
                     if self.tenants[i].slo.is_latency() {
@@ -666,11 +761,11 @@ impl Controller for Mercury {
         for t in &mut self.tenants {
             if let Some(m) = t.idx.and_then(|i| snap.tenant_telemetry.get(i)) {
                 t.footprint = m.footprint_bytes;
-                t.sum_perf += if t.slo.is_latency() {
-                    m.avg_latency_ns
-                } else {
-                    m.bandwidth_bytes_per_s
-                };
+                let perf = t.slo.measured(m);
+                if perf.is_finite() {
+                    t.sum_perf += perf;
+                    t.perf_samples += 1;
+                }
                 t.sum_hint += m.hint_faults_per_s;
             }
         }
@@ -681,11 +776,20 @@ impl Controller for Mercury {
         let interval_ns = (self.cfg.interval_ms * 1e6) as u64;
         self.next_tick_ns = snap.now_ns + interval_ns;
         let k = self.samples.max(1) as f64;
-        let perf: Vec<f64> = self.tenants.iter().map(|t| t.sum_perf / k).collect();
+        // NaN (no measurement this round) compares false both ways: the tenant is in band.
+        let perf: Vec<f64> = self
+            .tenants
+            .iter()
+            .map(|t| match t.perf_samples {
+                0 => f64::NAN,
+                n => t.sum_perf / n as f64,
+            })
+            .collect();
         let hint: Vec<f64> = self.tenants.iter().map(|t| t.sum_hint / k).collect();
         for t in &mut self.tenants {
             t.sum_perf = 0.0;
             t.sum_hint = 0.0;
+            t.perf_samples = 0;
         }
         self.samples = 0;
         // Arrivals, most important first.
@@ -726,6 +830,7 @@ mod tests {
             hysteresis: default_hysteresis(),
             min_cpu_share: default_min_cpu(),
             settle_rounds: default_settle_rounds(),
+            yield_rounds: default_yield_rounds(),
             thresh_local_bw: None,
             thresh_numa: None,
             tenants: tenants
@@ -770,17 +875,12 @@ mod tests {
             .iter()
             .zip(footprints)
             .enumerate()
-            .map(|(i, (&p, &f))| TenantTelemetry {
-                avg_latency_ns: if m.tenants[i].slo.is_latency() {
-                    p
-                } else {
-                    0.0
-                },
-                bandwidth_bytes_per_s: if m.tenants[i].slo.is_latency() {
-                    0.0
-                } else {
-                    p
-                },
+            .map(|(_, (&p, &f))| TenantTelemetry {
+                // Each SLO reads one of these (`Slo::measured`).
+                avg_latency_ns: p,
+                bandwidth_bytes_per_s: p,
+                fault_stall_ms_per_s: p,
+                cpu_per_s: p,
                 footprint_bytes: f,
                 ..Default::default()
             })
@@ -815,6 +915,11 @@ mod tests {
         assert_eq!(Slo::parse("460ns"), Ok(Slo::LatencyNs(460.0)));
         assert_eq!(Slo::parse("0.5us"), Ok(Slo::LatencyNs(500.0)));
         assert_eq!(Slo::parse("40GB/s"), Ok(Slo::BandwidthBytesPerS(40e9)));
+        assert_eq!(Slo::parse("20ms/s"), Ok(Slo::StallMsPerS(20.0)));
+        assert_eq!(Slo::parse("0.8cpu"), Ok(Slo::CpuPerS(0.8)));
+        assert!(Slo::parse("20ms/s").unwrap().is_latency());
+        assert!(!Slo::parse("0.8cpu").unwrap().is_latency());
+        assert!(Slo::parse("1000ms/s").unwrap_err().contains("less than 1000ms/s"));
         assert!(Slo::parse("460").unwrap_err().contains("no unit"));
         assert!(Slo::parse("460 furlongs")
             .unwrap_err()
@@ -917,5 +1022,59 @@ mod tests {
             .collect();
         assert_eq!(bi, ["admit", "demote", "demote", "cpu_down", "cpu_down"]);
         assert!((cpu[3] - 0.9).abs() < 1e-9, "{cpu:?}");
+    }
+
+    #[test]
+    fn each_backend_refuses_the_other_ones_slo_units() {
+        let sim = cfg(&[("a", "460ns", 2, 0.0), ("b", "40GB/s", 1, 0.0)]);
+        let rt = cfg(&[("a", "20ms/s", 2, 0.0), ("b", "0.5cpu", 1, 0.0)]);
+        assert!(sim.check_backend("controller", false).is_ok());
+        assert!(rt.check_backend("controller", true).is_ok());
+        let e = sim.check_backend("controller", true).unwrap_err().to_string();
+        assert!(
+            e.contains("controller.tenants[0].slo") && e.contains("no PMU"),
+            "{e}"
+        );
+        let e = rt.check_backend("controller", false).unwrap_err().to_string();
+        assert!(e.contains("controller.tenants[0].slo") && e.contains("460ns"), "{e}");
+    }
+
+    #[test]
+    fn quanta_without_a_measurement_are_left_out_of_the_round() {
+        // A runtime LS tenant (stall per second it runs) that idles in one quantum and
+        // stalls 30 ms/s in the other: the round judges it on the 30 (over its 20).
+        let c = cfg(&[("ls", "20ms/s", 2, 0.0)]);
+        let mut m = Mercury::new(&c, &[profile(10)], TH).unwrap();
+        let fp = [20 * GIB];
+        step(&mut m, 0.0, &[10.0], &fp);
+        let before = m.actions.len();
+        step(&mut m, 0.1, &[f64::NAN], &fp);
+        let c1 = step(&mut m, 0.2, &[30.0], &fp);
+        assert_eq!(limit(&c1, 0), 11 * GIB, "{:?}", &m.actions[before..]);
+        // A round with no measurement at all leaves it as it is (neither yield nor ask).
+        let n = m.actions.len();
+        step(&mut m, 0.3, &[f64::NAN], &fp);
+        let c2 = step(&mut m, 0.45, &[f64::NAN], &fp);
+        assert_eq!(limit(&c2, 0), 11 * GIB);
+        assert_eq!(m.actions.len(), n);
+    }
+
+    #[test]
+    fn a_tenant_yields_only_after_yield_rounds_over_its_slo() {
+        let mut c = cfg(&[("ls", "20ms/s", 2, 0.0)]);
+        c.yield_rounds = 3;
+        c.settle_rounds = 1000; // no lending of free memory in this test
+        let mut m = Mercury::new(&c, &[profile(10)], TH).unwrap();
+        let fp = [20 * GIB];
+        step(&mut m, 0.0, &[19.5], &fp);
+        // Over (below 0.95 × 20) twice, in band once, then over three times: one demotion,
+        // at the third round of the second run.
+        let perf = [5.0, 5.0, 19.5, 5.0, 5.0, 5.0];
+        let mut limits = Vec::new();
+        for (r, p) in perf.iter().enumerate() {
+            let c = step(&mut m, 0.2 * (r + 1) as f64, &[*p], &fp);
+            limits.push(limit(&c, 0) / GIB);
+        }
+        assert_eq!(limits, [10, 10, 10, 10, 10, 9]);
     }
 }

@@ -1707,6 +1707,8 @@ impl Backend for SimBackend {
                     .map(|u| u * self.page_bytes)
                     .collect(),
                 footprint_bytes: self.loads[t].workload.page_count() as u64 * self.page_bytes,
+                fault_stall_ms_per_s: 0.0,
+                cpu_per_s: 0.0,
             })
             .collect();
         self.quantum = q;

@@ -408,6 +408,7 @@ impl Validate for SimConfig {
         if let Some(c) = &self.controller {
             let cp = join(p, "controller");
             c.validate(&cp)?;
+            c.check_backend(&cp, false)?;
             if self.tenants.is_empty() {
                 return Err(invalid(
                     &join(&cp, "tenants"),

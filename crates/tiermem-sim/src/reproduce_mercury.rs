@@ -57,9 +57,9 @@ fn run_system(
 
 fn met(slo: Slo, perf: f64) -> bool {
     match slo {
-        Slo::LatencyNs(t) => perf <= t,
+        Slo::LatencyNs(t) | Slo::StallMsPerS(t) => perf <= t,
         // ±5 % counts as held (the tolerance for a bandwidth target).
-        Slo::BandwidthBytesPerS(t) => perf >= 0.95 * t,
+        Slo::BandwidthBytesPerS(t) | Slo::CpuPerS(t) => perf >= 0.95 * t,
     }
 }
 

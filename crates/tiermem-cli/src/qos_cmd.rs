@@ -1,0 +1,90 @@
+//! `tiermem qos`: several programs as tenants under Mercury's QoS on the real runtime
+//! (crates/tiermem-linux/src/qos).
+
+use clap::Args;
+use tiermem_core::{format_bytes, Error, Result};
+use tiermem_linux::qos::{Mode, QosFile, RunOptions};
+
+#[derive(Args)]
+pub struct QosArgs {
+    /// TOML file: [qos] (the DRAM to share), [controller] (Mercury: SLOs, priorities),
+    /// [[tenants]] (the programs), optionally [runtime]; see docs/runtime.md.
+    #[arg(long)]
+    pub config: std::path::PathBuf,
+    /// Who shares DRAM and CPU: mercury (default), or the baseline even (the same DRAM
+    /// split equally and statically, CPU unthrottled).
+    #[arg(long, default_value = "mercury", value_name = "MODE")]
+    pub mode: String,
+    /// Stop the tenants after SECS seconds (default: run until they all exit, or Ctrl-C).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Write summary.json, timeline.csv and actions.csv here.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+    /// Check the config and print the plan; start nothing.
+    #[arg(long)]
+    pub check: bool,
+}
+
+pub fn qos(a: QosArgs) -> Result<i32> {
+    let mode = Mode::parse(&a.mode).map_err(|e| Error::usage(format!("--mode {e}")))?;
+    if let Some(d) = a.duration {
+        if !(d > 0.0 && d.is_finite()) {
+            return Err(Error::usage(format!(
+                "--duration {d}: expected a number of seconds > 0"
+            )));
+        }
+    }
+    let plan = QosFile::load(&a.config)?;
+    if a.check {
+        println!(
+            "tiermem qos: {} tenants sharing {} DRAM under {}",
+            plan.slos.len(),
+            format_bytes(plan.dram_bytes),
+            mode.name()
+        );
+        for (i, t) in plan.file.tenants.iter().enumerate() {
+            println!(
+                "  {:<12} {} priority {} slo {}{} cores {} declared {}  {}",
+                t.name,
+                plan.slos[i].class(),
+                plan.priority[i],
+                plan.slos[i].target(),
+                plan.slos[i].unit(),
+                t.cores,
+                format_bytes(plan.declared[i]),
+                t.command.join(" ")
+            );
+        }
+        return Ok(0);
+    }
+    let (code, summary) = tiermem_linux::qos::run(
+        &plan,
+        &RunOptions {
+            mode,
+            duration_s: a.duration,
+            out: a.out,
+        },
+    )?;
+    println!(
+        "{:<12} {:<3} {:>4} {:>10} {:>12} {:>9} {:>10} {:>6} {:>6}",
+        "tenant", "cls", "prio", "slo", "measured", "slo_met", "dram", "cpu", "exit"
+    );
+    for t in &summary.tenants {
+        println!(
+            "{:<12} {:<3} {:>4} {:>10} {:>12.3} {:>8.1}% {:>10} {:>6.2} {:>6}",
+            t.tenant,
+            t.class,
+            t.priority,
+            t.slo,
+            t.measured_mean,
+            t.slo_met_share * 100.0,
+            format_bytes(t.final_dram_limit_bytes),
+            t.final_cpu_share,
+            t.exit_code
+                .map_or("-".to_string(), |c| if t.stopped_by_qos { format!("{c}*") } else { c.to_string() })
+        );
+    }
+    println!("({} for {:.1} s; * = stopped by qos)", summary.mode, summary.wall_s);
+    Ok(code)
+}
