@@ -82,9 +82,16 @@ pub fn qos(a: QosArgs) -> Result<i32> {
             format_bytes(t.final_dram_limit_bytes),
             t.final_cpu_share,
             t.exit_code
-                .map_or("-".to_string(), |c| if t.stopped_by_qos { format!("{c}*") } else { c.to_string() })
+                .map_or("-".to_string(), |c| if t.stopped_by_qos {
+                    format!("{c}*")
+                } else {
+                    c.to_string()
+                })
         );
     }
-    println!("({} for {:.1} s; * = stopped by qos)", summary.mode, summary.wall_s);
+    println!(
+        "({} for {:.1} s; * = stopped by qos)",
+        summary.mode, summary.wall_s
+    );
     Ok(code)
 }

@@ -98,16 +98,31 @@ fn bad_configs_exit_2_naming_the_field_and_start_nothing() {
             good.replace("priority = 1", "priority = 2"),
             "controller.tenants[1].priority",
         ),
-        (good.replace("\"0.9cpu\"", "\"0.9\""), "controller.tenants[1].slo"),
-        (good.replace("\"20ms/s\"", "\"460ns\""), "controller.tenants[0].slo"),
+        (
+            good.replace("\"0.9cpu\"", "\"0.9\""),
+            "controller.tenants[1].slo",
+        ),
+        (
+            good.replace("\"20ms/s\"", "\"460ns\""),
+            "controller.tenants[0].slo",
+        ),
         (
             good.replace("[\"python3\", ", "[\"no-such-program-tiermem\", "),
             "tenants[0].command",
         ),
-        (good.replace("name = \"ls\"\ncommand", "name = \"lx\"\ncommand"), "tenants[0].name"),
-        (good.replace("dram = \"48M\"", "dram = \"half\""), "qos.dram"),
         (
-            good.replace("yield_rounds = 1000", "yield_rounds = 1000\nthresh_local_bw = \"10GB/s\""),
+            good.replace("name = \"ls\"\ncommand", "name = \"lx\"\ncommand"),
+            "tenants[0].name",
+        ),
+        (
+            good.replace("dram = \"48M\"", "dram = \"half\""),
+            "qos.dram",
+        ),
+        (
+            good.replace(
+                "yield_rounds = 1000",
+                "yield_rounds = 1000\nthresh_local_bw = \"10GB/s\"",
+            ),
             "controller.thresh_local_bw",
         ),
         (
@@ -164,11 +179,18 @@ fn mercury_feeds_the_ls_tenant_and_throttles_the_bi_one_then_restores_the_cgroup
     let out = wait_timeout(child, 90, "tiermem qos");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     // Both programs' data survived: the LS tenant checked every page it read, the BI
     // tenant's every pass gave the same digest.
     assert!(stdout.contains("reads ok"), "{stdout}\n{stderr}");
-    assert!(stdout.contains("passes of 48 MiB, digest"), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("passes of 48 MiB, digest"),
+        "{stdout}\n{stderr}"
+    );
     assert!(runtime_problems(&stderr).is_empty(), "{stderr}");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
@@ -206,7 +228,10 @@ fn mercury_feeds_the_ls_tenant_and_throttles_the_bi_one_then_restores_the_cgroup
     let first = |t: &str, k: &str| actions.iter().position(|a| a.0 == t && a.1 == k);
     let cut = first("bi", "cpu_down").expect("the BI tenant's CPU was cut");
     let fed = first("ls", "promote").expect("the LS tenant was given DRAM");
-    assert!(cut < fed, "Listing 2: the BI tenant yields before the LS one is promoted: {actions:?}");
+    assert!(
+        cut < fed,
+        "Listing 2: the BI tenant yields before the LS one is promoted: {actions:?}"
+    );
     // Once the LS tenant is done (it exits after its 6 s), the BI tenant gets its CPU back.
     let restored = actions
         .iter()
@@ -217,13 +242,20 @@ fn mercury_feeds_the_ls_tenant_and_throttles_the_bi_one_then_restores_the_cgroup
     // a tenant's resident DRAM stays within its limit plus the runtime's slack (1/32, at
     // least 1 MiB, plus one batch of faults) once a limit has held for a second.
     let csv = std::fs::read_to_string(out_dir.join("timeline.csv")).unwrap();
-    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
     let bi_min_share = rows
         .iter()
         .filter(|r| r[1] == "bi")
         .map(|r| r[4].parse::<f64>().unwrap())
         .fold(1.0, f64::min);
-    assert!(bi_min_share < 0.5, "the BI tenant's CPU share went down to {bi_min_share}");
+    assert!(
+        bi_min_share < 0.5,
+        "the BI tenant's CPU share went down to {bi_min_share}"
+    );
     for name in ["ls", "bi"] {
         let mine: Vec<&Vec<&str>> = rows.iter().filter(|r| r[1] == name).collect();
         assert!(mine.len() > 10, "{name}: {} rows", mine.len());

@@ -76,7 +76,9 @@ impl Slo {
         }
         if let Slo::StallMsPerS(ms) = slo {
             if ms >= 1000.0 {
-                return Err(format!("`{text}`: a stall is less than 1000ms/s (all of the time)"));
+                return Err(format!(
+                    "`{text}`: a stall is less than 1000ms/s (all of the time)"
+                ));
             }
         }
         Ok(slo)
@@ -874,8 +876,7 @@ mod tests {
         let tel: Vec<TenantTelemetry> = perf
             .iter()
             .zip(footprints)
-            .enumerate()
-            .map(|(_, (&p, &f))| TenantTelemetry {
+            .map(|(&p, &f)| TenantTelemetry {
                 // Each SLO reads one of these (`Slo::measured`).
                 avg_latency_ns: p,
                 bandwidth_bytes_per_s: p,
@@ -919,7 +920,9 @@ mod tests {
         assert_eq!(Slo::parse("0.8cpu"), Ok(Slo::CpuPerS(0.8)));
         assert!(Slo::parse("20ms/s").unwrap().is_latency());
         assert!(!Slo::parse("0.8cpu").unwrap().is_latency());
-        assert!(Slo::parse("1000ms/s").unwrap_err().contains("less than 1000ms/s"));
+        assert!(Slo::parse("1000ms/s")
+            .unwrap_err()
+            .contains("less than 1000ms/s"));
         assert!(Slo::parse("460").unwrap_err().contains("no unit"));
         assert!(Slo::parse("460 furlongs")
             .unwrap_err()
@@ -1030,13 +1033,22 @@ mod tests {
         let rt = cfg(&[("a", "20ms/s", 2, 0.0), ("b", "0.5cpu", 1, 0.0)]);
         assert!(sim.check_backend("controller", false).is_ok());
         assert!(rt.check_backend("controller", true).is_ok());
-        let e = sim.check_backend("controller", true).unwrap_err().to_string();
+        let e = sim
+            .check_backend("controller", true)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("controller.tenants[0].slo") && e.contains("no PMU"),
             "{e}"
         );
-        let e = rt.check_backend("controller", false).unwrap_err().to_string();
-        assert!(e.contains("controller.tenants[0].slo") && e.contains("460ns"), "{e}");
+        let e = rt
+            .check_backend("controller", false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("controller.tenants[0].slo") && e.contains("460ns"),
+            "{e}"
+        );
     }
 
     #[test]

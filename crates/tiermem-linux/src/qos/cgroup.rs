@@ -90,7 +90,9 @@ impl CpuCgroups {
         if let Ok(entries) = std::fs::read_dir(&base) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                let Some(pid) = name.strip_prefix(PREFIX).and_then(|p| p.parse::<u32>().ok())
+                let Some(pid) = name
+                    .strip_prefix(PREFIX)
+                    .and_then(|p| p.parse::<u32>().ok())
                 else {
                     continue;
                 };
@@ -157,8 +159,14 @@ impl CpuCgroups {
                 .unwrap_or(0)
         };
         match self.version {
-            Version::V1 => (field("nr_throttled "), field("throttled_time ") as f64 / 1e9),
-            Version::V2 => (field("nr_throttled "), field("throttled_usec ") as f64 / 1e6),
+            Version::V1 => (
+                field("nr_throttled "),
+                field("throttled_time ") as f64 / 1e9,
+            ),
+            Version::V2 => (
+                field("nr_throttled "),
+                field("throttled_usec ") as f64 / 1e6,
+            ),
         }
     }
 
@@ -228,7 +236,9 @@ mod tests {
         drop(cg);
         assert!(!dir.exists(), "the run's cgroup is removed");
         let procs = std::fs::read_to_string(base.join("cgroup.procs")).unwrap();
-        assert!(procs.split_whitespace().any(|p| p == sleeper.id().to_string()));
+        assert!(procs
+            .split_whitespace()
+            .any(|p| p == sleeper.id().to_string()));
         let _ = sleeper.kill();
         let _ = sleeper.wait();
     }

@@ -33,8 +33,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tiermem_core::config::{check_positive, check_range, invalid, join, Validate};
 use tiermem_core::{
-    format_bytes, Controller, Controls, Error, ErrorKind, Needs, PageRange, Result,
-    Snapshot, TenantId, TenantSpec, TenantTelemetry, TierId, TierTelemetry,
+    format_bytes, Controller, Controls, Error, ErrorKind, Needs, PageRange, Result, Snapshot,
+    TenantId, TenantSpec, TenantTelemetry, TierId, TierTelemetry,
 };
 use tiermem_policies::colloid::ColloidParams;
 use tiermem_policies::mercury::{ControllerConfig, Mercury, Profile, Slo, Thresholds};
@@ -175,8 +175,9 @@ fn size_field(path: &str, text: &str) -> Result<u64> {
 /// `program` as exec would find it: a path, or a name on PATH.
 fn find_program(program: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let executable =
-        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if program.contains('/') {
         let p = PathBuf::from(program);
         return executable(&p).then_some(p);
@@ -230,7 +231,10 @@ impl QosFile {
             if let Some(j) = self.tenants[..i].iter().position(|u| u.name == t.name) {
                 return Err(invalid(
                     &join(&p, "name"),
-                    format!("`{}` is also tenants[{j}].name; list each program once", t.name),
+                    format!(
+                        "`{}` is also tenants[{j}].name; list each program once",
+                        t.name
+                    ),
                 ));
             }
             if !c.tenants.iter().any(|u| u.name == t.name) {
@@ -271,7 +275,10 @@ impl QosFile {
             if !self.tenants.iter().any(|t| t.name == u.name) {
                 return Err(invalid(
                     &format!("controller.tenants[{i}].name"),
-                    format!("`{}` is not a [[tenants]] program; add one or remove this entry", u.name),
+                    format!(
+                        "`{}` is not a [[tenants]] program; add one or remove this entry",
+                        u.name
+                    ),
                 ));
             }
         }
@@ -306,7 +313,11 @@ impl QosFile {
             slos.push(slos_all[k]);
             arrive_s.push(c.tenants[k].arrive_s);
             priority.push(c.tenants[k].priority);
-            declared.push(t.dram.as_deref().map_or(0, |d| size_field("", d).unwrap_or(0)));
+            declared.push(
+                t.dram
+                    .as_deref()
+                    .map_or(0, |d| size_field("", d).unwrap_or(0)),
+            );
         }
         Ok(QosPlan {
             file: self,
@@ -489,10 +500,7 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
     } else {
         None
     };
-    let step = f
-        .controller
-        .memory_step
-        .bytes("controller.memory_step")?;
+    let step = f.controller.memory_step.bytes("controller.memory_step")?;
     let mut mercury: Option<Mercury> = None;
     let mut baseline: Option<Box<dyn Controller>> = None;
     match opts.mode {
@@ -533,10 +541,7 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
         .map(|(i, name)| TenantSpec {
             id: TenantId(i as u16),
             name: name.clone(),
-            pages: PageRange {
-                start: 0,
-                len: 0,
-            },
+            pages: PageRange { start: 0, len: 0 },
         })
         .collect();
     let mut runs: Vec<TenantRun> = (0..n)
@@ -578,19 +583,23 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
         }
         // Arrivals: each program starts at its arrive_s, with its declared DRAM (or one
         // memory step) until the controller's first decision.
-        for i in 0..n {
-            if runs[i].started_s.is_none() && plan.arrive_s[i] <= now_s {
+        for (i, r) in runs.iter_mut().enumerate() {
+            if r.started_s.is_none() && plan.arrive_s[i] <= now_s {
                 let first = controls
                     .limit(TenantId(i as u16), TierId::DEFAULT)
-                    .unwrap_or(if plan.declared[i] > 0 { plan.declared[i] } else { step })
+                    .unwrap_or(if plan.declared[i] > 0 {
+                        plan.declared[i]
+                    } else {
+                        step
+                    })
                     .max(MIN_BUDGET);
                 match spawn(plan, i, first, cgroups.as_ref()) {
                     Ok(child) => {
-                        runs[i].pid = child.id();
-                        runs[i].child = Some(child);
-                        runs[i].started_s = Some(now_s);
-                        runs[i].budget_sent = Some(first);
-                        runs[i].share_set = Some(1.0);
+                        r.pid = child.id();
+                        r.child = Some(child);
+                        r.started_s = Some(now_s);
+                        r.budget_sent = Some(first);
+                        r.share_set = Some(1.0);
                     }
                     Err(e) => {
                         spawn_error = Some(e);
@@ -620,7 +629,10 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
                 }
             }
         }
-        if runs.iter().all(|r| r.started_s.is_some() && r.child.is_none()) {
+        if runs
+            .iter()
+            .all(|r| r.started_s.is_some() && r.child.is_none())
+        {
             break;
         }
         // Measure.
@@ -673,7 +685,10 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
                     cpu_per_s: (reading.own_cpu_s - prev.own_cpu_s).max(0.0) / dt,
                     hint_faults_per_s: reading.tier_faults.saturating_sub(prev.tier_faults) as f64
                         / dt,
-                    used_bytes: vec![s.resident_bytes, s.managed_bytes.saturating_sub(s.resident_bytes)],
+                    used_bytes: vec![
+                        s.resident_bytes,
+                        s.managed_bytes.saturating_sub(s.resident_bytes),
+                    ],
                     footprint_bytes: s.footprint_bytes.max(s.managed_bytes),
                     ..TenantTelemetry::default()
                 };
