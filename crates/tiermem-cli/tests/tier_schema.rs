@@ -265,23 +265,52 @@ fn is_sweep_file(p: &Path) -> bool {
         .is_ok_and(|t| t.contains_key("grid"))
 }
 
-fn shipped_sim_configs() -> Vec<PathBuf> {
-    let mut out = vec![];
-    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "toml")
-                && !is_sweep_file(&p)
-                && !is_config_part(&p)
-            {
-                out.push(p);
+/// A `tiermem qos` file (a top-level `[qos]`): several programs under Mercury on the
+/// runtime, not a simulation; `every_shipped_qos_config_is_valid` checks those.
+fn is_qos_file(p: &Path) -> bool {
+    let text = std::fs::read_to_string(p).unwrap();
+    text.parse::<toml::Table>()
+        .is_ok_and(|t| t.contains_key("qos"))
+}
+
+#[test]
+fn every_shipped_qos_config_is_valid() {
+    let mut n = 0;
+    for d in ["examples", "experiments"] {
+        for e in walkdir(&root().join(d)) {
+            if e.extension().is_some_and(|x| x == "toml") && is_qos_file(&e) {
+                tiermem_linux::qos::QosFile::load(&e).unwrap_or_else(|err| panic!("{err}"));
+                n += 1;
             }
         }
     }
-    walk(&root().join("experiments"), &mut out);
-    walk(&root().join("examples"), &mut out);
+    assert!(n >= 1, "examples/qos/redis-stream.toml at least");
+}
+
+fn walkdir(d: &Path) -> Vec<PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn shipped_sim_configs() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = ["experiments", "examples"]
+        .iter()
+        .flat_map(|d| walkdir(&root().join(d)))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "toml")
+                && !is_sweep_file(p)
+                && !is_qos_file(p)
+                && !is_config_part(p)
+        })
+        .collect();
     out.sort();
     out
 }
