@@ -431,8 +431,73 @@ pub fn render(s: &Stats) -> String {
     o
 }
 
+/// `tiermem qos`'s status (RUN_DIR/PID/qos.json), when PID is a qos run.
+fn render_qos(text: &str) -> Result<String> {
+    let q: tiermem_linux::qos::QosStatus = serde_json::from_str(text)
+        .map_err(|e| Error::new(ErrorKind::Internal, format!("qos.json: {e}")))?;
+    let mut out = format!(
+        "tiermem qos {} ({}): {} of DRAM shared, up {:.1} s\n",
+        q.pid,
+        q.mode,
+        format_bytes(q.dram_bytes),
+        q.uptime_s
+    );
+    out += &format!(
+        "{:<12} {:>7} {:<3} {:>4} {:>8} {:>12} {:>7} {:>10} {:>10} {:>5}  actions\n",
+        "tenant", "pid", "cls", "prio", "slo", "measured", "met", "dram", "resident", "cpu"
+    );
+    for t in &q.tenants {
+        let measured = t
+            .measured
+            .map_or("-".to_string(), |v| format!("{v:.2}{}", t.unit));
+        out += &format!(
+            "{:<12} {:>7} {:<3} {:>4} {:>8} {:>12} {:>6.0}% {:>10} {:>10} {:>5.2}  {}{}\n",
+            t.tenant,
+            if t.running {
+                t.pid.to_string()
+            } else {
+                "-".into()
+            },
+            t.class,
+            t.priority,
+            t.slo,
+            measured,
+            t.slo_met_share * 100.0,
+            format_bytes(t.dram_limit_bytes),
+            format_bytes(t.resident_bytes),
+            t.cpu_share,
+            t.actions,
+            t.last_action
+                .as_deref()
+                .map_or(String::new(), |l| format!(", last {l}")),
+        );
+    }
+    Ok(out)
+}
+
 pub fn stat(a: StatArgs) -> Result<()> {
     loop {
+        // A `tiermem qos` run publishes its tenants' status instead of a runtime's stats.
+        if let Ok(text) = Control::locate(a.pid).read_qos() {
+            if a.json {
+                println!("{}", text.trim_end());
+            } else if a.prometheus {
+                return Err(Error::usage(format!(
+                    "process {} is a `tiermem qos` run: its tenants' own PIDs have Prometheus text (`tiermem stat TENANT_PID --prometheus`)",
+                    a.pid
+                )));
+            } else {
+                print!("{}", render_qos(&text)?);
+            }
+            match a.watch {
+                Some(secs) if secs > 0.0 && alive(a.pid) => {
+                    std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+                    println!();
+                    continue;
+                }
+                _ => return Ok(()),
+            }
+        }
         let s = read(a.pid)?;
         if a.json {
             println!(

@@ -313,15 +313,21 @@ pub fn closed() -> bool {
     CLOSED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
-/// Names a runtime creates in RUN_DIR/PID (and `budget`, of older versions).
-const OURS: [&str; 6] = [
+/// Names a runtime (or `tiermem qos`: `qos.json`) creates in RUN_DIR/PID (and `budget`,
+/// of older versions).
+const OURS: [&str; 8] = [
     "stats.json",
     "metrics.prom",
     SOCKET,
     ".stats.json.tmp",
     ".metrics.prom.tmp",
     "budget",
+    QOS_FILE,
+    ".qos.json.tmp",
 ];
+
+/// `tiermem qos`'s live status in its own RUN_DIR/PID (read by `tiermem stat QOS_PID`).
+pub const QOS_FILE: &str = "qos.json";
 
 /// True when directory `name` of `run` holds nothing but what a runtime creates: a
 /// RUN_DIR pointed at a directory with other numeric subdirectories never loses data.
@@ -685,6 +691,24 @@ impl Server {
         }
     }
 
+    /// `tiermem qos`: publish its status as RUN_DIR/PID/qos.json (same checks and mode as
+    /// the stats files).
+    pub fn publish_qos(&mut self, json: &str) {
+        self.write_atomic(QOS_FILE, json);
+    }
+
+    /// Stop listening and remove the socket: `tiermem qos` answers no requests (a client
+    /// would otherwise wait for an answer that never comes).
+    pub fn without_socket(mut self) -> Server {
+        self.listener = Slot::None;
+        if let Slot::Open(d, _) = &self.dir {
+            let name = cname(SOCKET);
+            // SAFETY: an open directory fd and a NUL-terminated name: removes only that entry, never follows a symlink.
+            unsafe { libc::unlinkat(d.as_raw_fd(), name.as_ptr(), 0) };
+        }
+        self
+    }
+
     pub fn publish(&mut self, s: &Stats) {
         if let Ok(j) = serde_json::to_string_pretty(s) {
             self.write_atomic("stats.json", &j);
@@ -858,9 +882,21 @@ impl Control {
 
     /// The last stats the program published (RUN_DIR/PID/stats.json).
     pub fn read_stats(&self) -> Result<Stats, String> {
+        let text = self.read_file("stats.json")?;
+        serde_json::from_str(&text)
+            .map_err(|e| format!("{}: {e}", self.dir.join("stats.json").display()))
+    }
+
+    /// The status `tiermem qos` publishes (RUN_DIR/PID/qos.json), as JSON text.
+    pub fn read_qos(&self) -> Result<String, String> {
+        self.read_file(QOS_FILE)
+    }
+
+    /// A regular file of RUN_DIR/PID, never through a symlink.
+    fn read_file(&self, file: &str) -> Result<String, String> {
         let dir = self.open()?;
-        let name = cname("stats.json");
-        let path = self.dir.join("stats.json");
+        let name = cname(file);
+        let path = self.dir.join(file);
         // SAFETY: an open directory fd and a NUL-terminated name; O_NOFOLLOW: a symlink is refused.
         let fd = unsafe {
             libc::openat(
@@ -881,7 +917,7 @@ impl Control {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut &f, &mut text)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        Ok(text)
     }
 
     /// Send one request line over RUN_DIR/PID/control.sock and return the answer line.

@@ -176,7 +176,44 @@ fn mercury_feeds_the_ls_tenant_and_throttles_the_bi_one_then_restores_the_cgroup
         .spawn()
         .unwrap();
     let qos_pid = child.id();
+    // While it runs, `tiermem stat QOS_PID` shows each tenant's SLO, limit and actions.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let stat = Command::new(tiermem())
+        .args(["stat", "--json", &qos_pid.to_string()])
+        .env("TIERMEM_RUN_DIR", &run_dir)
+        .output()
+        .unwrap();
+    let live: serde_json::Value = serde_json::from_slice(&stat.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&stat.stdout),
+            String::from_utf8_lossy(&stat.stderr)
+        )
+    });
+    let table = Command::new(tiermem())
+        .args(["stat", &qos_pid.to_string()])
+        .env("TIERMEM_RUN_DIR", &run_dir)
+        .output()
+        .unwrap();
     let out = wait_timeout(child, 90, "tiermem qos");
+    assert_eq!(live["mode"], "mercury", "{live}");
+    let live_tenants = live["tenants"].as_array().unwrap();
+    assert_eq!(live_tenants.len(), 2, "{live}");
+    assert!(
+        live_tenants
+            .iter()
+            .all(|t| t["running"] == true && t["pid"].as_u64() > Some(0)),
+        "{live}"
+    );
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("tiermem qos") && table.contains("0.1ms/s") && table.contains("0.9cpu"),
+        "{table}"
+    );
+    assert!(
+        !run_dir.join(qos_pid.to_string()).exists(),
+        "qos removed its status directory"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(

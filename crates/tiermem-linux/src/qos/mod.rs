@@ -449,6 +449,37 @@ pub struct QosSummary {
     pub actions: Vec<tiermem_policies::mercury::Action>,
 }
 
+/// What `tiermem qos` publishes as RUN_DIR/PID/qos.json while it runs (`tiermem stat PID`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct QosStatus {
+    pub pid: u32,
+    pub mode: String,
+    pub dram_bytes: u64,
+    pub uptime_s: f64,
+    pub tenants: Vec<TenantStatus>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TenantStatus {
+    pub tenant: String,
+    /// 0 until it has started.
+    pub pid: u32,
+    pub class: String,
+    pub priority: u32,
+    pub slo: String,
+    /// The last sample (NaN, written null: idle, or not measured yet) and its unit.
+    pub measured: Option<f64>,
+    pub unit: String,
+    pub slo_met_share: f64,
+    pub dram_limit_bytes: u64,
+    pub resident_bytes: u64,
+    pub cpu_share: f64,
+    pub running: bool,
+    /// Controller actions on it so far, and the last one ("demote (yield_bw) at 3.2 s").
+    pub actions: usize,
+    pub last_action: Option<String>,
+}
+
 fn met(slo: Slo, v: f64) -> bool {
     if slo.is_latency() {
         v <= slo.target()
@@ -500,6 +531,18 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
     } else {
         None
     };
+    // Our own RUN_DIR/PID with qos.json for `tiermem stat` (same private directory rules
+    // as a runtime's); without it qos runs on, unobserved.
+    let own_pid = std::process::id();
+    let mut server =
+        match crate::control::Server::open(&f.runtime.run_dir, own_pid, &f.runtime.stats_mode) {
+            Ok(s) => Some(s.without_socket()),
+            Err(e) => {
+                eprintln!("tiermem qos: no status for `tiermem stat`: {e}");
+                None
+            }
+        };
+    let mut next_publish = 0.0;
     let step = f.controller.memory_step.bytes("controller.memory_step")?;
     let mut mercury: Option<Mercury> = None;
     let mut baseline: Option<Box<dyn Controller>> = None;
@@ -788,6 +831,46 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
                 });
             }
         }
+        if let Some(srv) = server.as_mut().filter(|_| t_s >= next_publish) {
+            next_publish = t_s + 0.25;
+            let actions = mercury.as_ref().map_or(&[][..], |m| &m.actions[..]);
+            let status = QosStatus {
+                pid: own_pid,
+                mode: opts.mode.name().into(),
+                dram_bytes: plan.dram_bytes,
+                uptime_s: t_s,
+                tenants: runs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| {
+                        let slo = plan.slos[i];
+                        let mut mine = actions.iter().filter(|a| a.tenant == names[i]);
+                        TenantStatus {
+                            tenant: names[i].clone(),
+                            pid: r.pid,
+                            class: slo.class().into(),
+                            priority: plan.priority[i],
+                            slo: slo_text(f, &names[i]),
+                            measured: Some(slo.measured(&r.telemetry))
+                                .filter(|v| r.rated && v.is_finite()),
+                            unit: slo.unit().into(),
+                            slo_met_share: r.met as f64 / r.samples.max(1) as f64,
+                            dram_limit_bytes: r.budget_sent.unwrap_or(0),
+                            resident_bytes: r.resident,
+                            cpu_share: r.share_set.unwrap_or(1.0),
+                            running: r.child.is_some(),
+                            actions: mine.clone().count(),
+                            last_action: mine
+                                .next_back()
+                                .map(|a| format!("{} ({}) at {:.1} s", a.kind, a.why, a.t_s)),
+                        }
+                    })
+                    .collect(),
+            };
+            if let Ok(j) = serde_json::to_string_pretty(&status) {
+                srv.publish_qos(&j);
+            }
+        }
         if f.qos.report_s > 0.0 && t_s >= next_report {
             next_report = t_s + f.qos.report_s;
             let line: Vec<String> = runs
@@ -800,11 +883,7 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
                         "{} {}/{} dram {} cpu {:.2}",
                         names[i],
                         fmt_measure(slo, slo.measured(&r.telemetry)),
-                        f.controller
-                            .tenants
-                            .iter()
-                            .find(|u| u.name == names[i])
-                            .map_or("", |u| u.slo.as_str()),
+                        slo_text(f, &names[i]),
                         format_bytes(r.budget_sent.unwrap_or(0)),
                         r.share_set.unwrap_or(1.0),
                     )
@@ -858,12 +937,7 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
                     tenant: names[i].clone(),
                     class: slo.class(),
                     priority: plan.priority[i],
-                    slo: f
-                        .controller
-                        .tenants
-                        .iter()
-                        .find(|u| u.name == names[i])
-                        .map_or(String::new(), |u| u.slo.clone()),
+                    slo: slo_text(f, &names[i]),
                     slo_value: slo.target(),
                     unit: slo.unit(),
                     measured_mean: if r.samples > 0 {
@@ -889,8 +963,12 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
             .collect(),
         actions: mercury.as_ref().map_or(Vec::new(), |m| m.actions.clone()),
     };
-    // Restores the cgroups (tasks back to the root, directories removed).
+    // Restores the cgroups (tasks back to the root, directories removed), and removes our
+    // status directory.
     drop(cgroups);
+    if server.take().is_some() {
+        Control::new(&f.runtime.run_dir, own_pid).remove();
+    }
     if let Some(e) = spawn_error {
         return Err(e);
     }
@@ -903,6 +981,15 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
         failure.unwrap_or(0)
     };
     Ok((code, summary))
+}
+
+/// A tenant's SLO as its config wrote it.
+fn slo_text(f: &QosFile, name: &str) -> String {
+    f.controller
+        .tenants
+        .iter()
+        .find(|u| u.name == name)
+        .map_or(String::new(), |u| u.slo.clone())
 }
 
 fn fmt_measure(slo: Slo, v: f64) -> String {
