@@ -53,7 +53,7 @@ pub fn qos(a: QosArgs) -> Result<i32> {
                 plan.slos[i].unit(),
                 t.cores,
                 format_bytes(plan.declared[i]),
-                t.command.join(" ")
+                shell_words(&t.command)
             );
         }
         return Ok(0);
@@ -94,4 +94,34 @@ pub fn qos(a: QosArgs) -> Result<i32> {
         summary.mode, summary.wall_s
     );
     Ok(code)
+}
+
+/// A command line as a shell would take it back: empty words and words with spaces or
+/// quotes in single quotes (`--save ''`).
+fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn commands_print_as_a_shell_reads_them() {
+        let w =
+            |v: &[&str]| super::shell_words(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(w(&["redis-server", "--save", ""]), "redis-server --save ''");
+        assert_eq!(w(&["sh", "-c", "echo it's"]), "sh -c 'echo it'\\''s'");
+    }
 }
