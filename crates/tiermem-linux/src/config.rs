@@ -318,14 +318,18 @@ impl RuntimeConfig {
     pub fn from_file(path: &std::path::Path) -> Result<RuntimeConfig> {
         let f: RuntimeFile = tiermem_core::config::from_toml_file(path)?;
         let mut cfg = f.runtime;
-        if f.policy.is_some() {
-            cfg.policy = f.policy;
-        }
-        if f.colloid.is_some() {
-            cfg.colloid = f.colloid;
-        }
+        cfg.take_tables(f.policy, f.colloid);
         cfg.validate("runtime")?;
         Ok(cfg)
+    }
+    /// A file's `[policy]` and `[colloid]` tables (beside `[runtime]`), where given.
+    pub fn take_tables(&mut self, policy: Option<PolicyConfig>, colloid: Option<ColloidParams>) {
+        if policy.is_some() {
+            self.policy = policy;
+        }
+        if colloid.is_some() {
+            self.colloid = colloid;
+        }
     }
     /// `dram_budget`, else the DRAM tier's capacity, else unlimited.
     pub fn budget(&self) -> Budget {

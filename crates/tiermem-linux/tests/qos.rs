@@ -178,23 +178,23 @@ fn mercury_feeds_the_ls_tenant_and_throttles_the_bi_one_then_restores_the_cgroup
     let qos_pid = child.id();
     // While it runs, `tiermem stat QOS_PID` shows each tenant's SLO, limit and actions.
     std::thread::sleep(std::time::Duration::from_secs(4));
-    let stat = Command::new(tiermem())
-        .args(["stat", "--json", &qos_pid.to_string()])
-        .env("TIERMEM_RUN_DIR", &run_dir)
-        .output()
-        .unwrap();
-    let live: serde_json::Value = serde_json::from_slice(&stat.stdout).unwrap_or_else(|e| {
+    let stat = |args: &[&str]| {
+        Command::new(tiermem())
+            .arg("stat")
+            .args(args)
+            .arg(qos_pid.to_string())
+            .env("TIERMEM_RUN_DIR", &run_dir)
+            .output()
+            .unwrap()
+    };
+    let (json, table) = (stat(&["--json"]), stat(&[]));
+    let live: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap_or_else(|e| {
         panic!(
             "{e}: {}{}",
-            String::from_utf8_lossy(&stat.stdout),
-            String::from_utf8_lossy(&stat.stderr)
+            String::from_utf8_lossy(&json.stdout),
+            String::from_utf8_lossy(&json.stderr)
         )
     });
-    let table = Command::new(tiermem())
-        .args(["stat", &qos_pid.to_string()])
-        .env("TIERMEM_RUN_DIR", &run_dir)
-        .output()
-        .unwrap();
     let out = wait_timeout(child, 90, "tiermem qos");
     assert_eq!(live["mode"], "mercury", "{live}");
     let live_tenants = live["tenants"].as_array().unwrap();

@@ -288,12 +288,8 @@ impl QosFile {
                 "tiermem qos sets each tenant's budget; remove it and give the DRAM to share as qos.dram",
             ));
         }
-        if self.policy.is_some() {
-            self.runtime.policy = self.policy.clone();
-        }
-        if self.colloid.is_some() {
-            self.runtime.colloid = self.colloid.clone();
-        }
+        self.runtime
+            .take_tables(self.policy.clone(), self.colloid.clone());
         self.runtime.validate("runtime")?;
         self.runtime.check_nodes("runtime")?;
         crate::backend::check_policy(&self.runtime)?;
@@ -398,7 +394,7 @@ struct TenantRun {
     samples: u64,
     met: u64,
     sum_measured: f64,
-    budget_errors: u64,
+    budget_retries: u64,
 }
 
 /// One timeline row.
@@ -604,7 +600,7 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
             samples: 0,
             met: 0,
             sum_measured: 0.0,
-            budget_errors: 0,
+            budget_retries: 0,
         })
         .collect();
     let mut timeline: Vec<TimelineRow> = Vec::new();
@@ -797,7 +793,7 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
                         r.budget_sent = Some(limit);
                         r.seen_budget = Some(limit);
                     }
-                    _ => r.budget_errors += 1, // not up yet: tried again next sample
+                    _ => r.budget_retries += 1, // not up yet: tried again next sample
                 }
             }
             if r.share_set != Some(share) {
@@ -957,7 +953,7 @@ pub fn run(plan: &QosPlan, opts: &RunOptions) -> Result<(i32, QosSummary)> {
                     throttled_s: ts,
                     exit_code: r.exit.map(exit_code),
                     stopped_by_qos: r.stopped,
-                    budget_retries: r.budget_errors,
+                    budget_retries: r.budget_retries,
                 }
             })
             .collect(),
@@ -1015,8 +1011,8 @@ fn spawn(plan: &QosPlan, i: usize, budget: u64, cgroups: Option<&CpuCgroups>) ->
         // in it from the start. Built before fork: the hook only makes system calls.
         let procs = std::ffi::CString::new(cg.procs_file(i).as_os_str().as_encoded_bytes())
             .map_err(|_| Error::new(ErrorKind::Internal, "cgroup path holds a NUL"))?;
-        // SAFETY: the hook runs in the forked child before exec and only calls open, write
-        // and close (async-signal-safe) on memory allocated before the fork.
+        // The hook runs in the forked child before exec.
+        // SAFETY: it only calls open, write and close (async-signal-safe) on memory allocated before the fork.
         unsafe {
             cmd.pre_exec(move || {
                 let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
