@@ -71,7 +71,6 @@ fn train(a: TrainArgs) -> Result<()> {
 }
 
 /// Load the model back through the allocator's inference path and score it on the samples.
-#[cfg(feature = "onnx")]
 fn verify(model: &std::path::Path, samples: &[memstrata::Sample]) -> Result<()> {
     use tiermem_policies::memstrata::{Estimator, Features, OutlierEstimator};
     let est = Estimator::load(model)?;
@@ -92,15 +91,6 @@ fn verify(model: &std::path::Path, samples: &[memstrata::Sample]) -> Result<()> 
         model.display(),
         samples.len(),
         100.0 * right as f64 / samples.len().max(1) as f64
-    );
-    Ok(())
-}
-
-#[cfg(not(feature = "onnx"))]
-fn verify(model: &std::path::Path, _samples: &[memstrata::Sample]) -> Result<()> {
-    println!(
-        "wrote {} (not loaded back: this binary lacks the `onnx` feature)",
-        model.display()
     );
     Ok(())
 }

@@ -58,6 +58,8 @@ pub enum TelemetryKind {
     LoadedLatency,
     /// Per-tier fault counts and service times (compressed tiers).
     FaultRate,
+    /// Per-tenant core counters (L2/L3 miss latency and MPKI, DTLB miss latency).
+    CoreCounters,
 }
 
 impl TelemetryKind {
@@ -65,6 +67,7 @@ impl TelemetryKind {
         match self {
             TelemetryKind::LoadedLatency => "per-tier loaded latency",
             TelemetryKind::FaultRate => "per-tier fault rate",
+            TelemetryKind::CoreCounters => "per-tenant core counters",
         }
     }
 }

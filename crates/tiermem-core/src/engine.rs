@@ -54,6 +54,10 @@ pub trait Controller: Send {
     fn name(&self) -> String;
     fn needs(&self) -> Needs;
     fn control(&mut self, snap: &Snapshot<'_>) -> Controls;
+    /// The controller's own counters for run summaries (`name`, value). None by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// Where pages live. Contract: `observe` reports the quantum that `advance` just ran;

@@ -21,7 +21,7 @@ pub use capability::{Capabilities, Needs, Provision, TelemetryKind, TrackerKind}
 pub use engine::{Backend, Controller, Engine, EngineCounters, Policy};
 pub use error::{Error, ErrorKind, Result};
 pub use plan::{Applied, Controls, CpuShare, Move, Plan, TierLimit, NO_CONTROLS};
-pub use snapshot::{HeatEvent, Snapshot, TenantTelemetry, TierTelemetry};
+pub use snapshot::{CoreCounters, HeatEvent, Snapshot, TenantTelemetry, TierTelemetry};
 pub use tenant::{TenantId, TenantSpec};
 pub use tier::{TierBackend, TierConfig, TierId, TierKind, TierSpec};
 pub use tracker::{AccessBits, Tracker, TrackerSpec, TrackerView};

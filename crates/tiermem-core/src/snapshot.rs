@@ -63,6 +63,37 @@ pub struct TenantTelemetry {
     /// backend measures bandwidth instead.
     #[serde(default)]
     pub cpu_per_s: f64,
+    /// The tenant's core counters, where a backend reads them per tenant (a hypervisor
+    /// summing a VM's pinned cores; Memstrata §4.2's estimator inputs); `None` elsewhere.
+    #[serde(default)]
+    pub core_counters: Option<CoreCounters>,
+}
+
+/// Per-tenant core performance counters (Memstrata §4.2: what a hypervisor can count per
+/// VM on a Flat Memory Mode machine, whose local-miss rate is only system-wide).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CoreCounters {
+    /// Mean latency of demand loads that miss the L3 (the VM's memory latency).
+    pub l3_miss_latency_ns: f64,
+    /// Mean latency of demand loads that miss the L2 (L3 hits and memory together).
+    pub l2_miss_latency_ns: f64,
+    /// Mean DTLB load-miss latency (page walks).
+    pub dtlb_miss_latency_ns: f64,
+    /// L2 and L3 demand misses per kilo-instruction.
+    pub l2_mpki: f64,
+    pub l3_mpki: f64,
+}
+
+impl CoreCounters {
+    /// `self ← α·x + (1−α)·self` (an EWMA, Memstrata §4.3's smoothing).
+    pub fn ewma(&mut self, x: &CoreCounters, alpha: f64) {
+        let m = |a: &mut f64, b: f64| *a = alpha * b + (1.0 - alpha) * *a;
+        m(&mut self.l3_miss_latency_ns, x.l3_miss_latency_ns);
+        m(&mut self.l2_miss_latency_ns, x.l2_miss_latency_ns);
+        m(&mut self.dtlb_miss_latency_ns, x.dtlb_miss_latency_ns);
+        m(&mut self.l2_mpki, x.l2_mpki);
+        m(&mut self.l3_mpki, x.l3_mpki);
+    }
 }
 
 fn one_sample() -> u32 {

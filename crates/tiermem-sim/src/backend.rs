@@ -1709,6 +1709,7 @@ impl Backend for SimBackend {
                 footprint_bytes: self.loads[t].workload.page_count() as u64 * self.page_bytes,
                 fault_stall_ms_per_s: 0.0,
                 cpu_per_s: 0.0,
+                core_counters: None,
             })
             .collect();
         self.quantum = q;

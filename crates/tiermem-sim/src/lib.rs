@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod compressed;
 pub mod config;
+pub mod flat_backend;
 pub mod flat_memory;
 pub mod ics18;
 pub mod latency;

@@ -10,9 +10,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use tiermem_core::{Backend, Error, Result};
 
-/// Every reproduction `tiermem reproduce` (and `reproduce all`) runs. Memstrata's allocator
-/// figures need the estimator's ONNX inference, so they exist only in builds with the `onnx`
-/// feature (a plain build would fail them every time in `reproduce all`).
+/// Every reproduction `tiermem reproduce` (and `reproduce all`) runs.
 pub const EXPERIMENTS: &[&str] = &[
     "colloid-fig1",
     "colloid-fig5",
@@ -30,9 +28,7 @@ pub const EXPERIMENTS: &[&str] = &[
     "memstrata-fig5",
     "memstrata-fig6",
     "tierscape-fig8",
-    #[cfg(feature = "onnx")]
     "memstrata-fig10",
-    #[cfg(feature = "onnx")]
     "memstrata-fig12",
 ];
 

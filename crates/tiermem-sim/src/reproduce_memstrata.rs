@@ -4,12 +4,16 @@
 //! colored allocation). `summary.json` rows: `{experiment, workload, category, config,
 //! slowdown, miss_ratio, dedicated_share}`; `stats` holds the shares the paper reports.
 
-use crate::flat_memory::{allocate, Allocation, Backing, FlatMachine, Pattern, Vm, VmMemory};
+use crate::flat_backend::FlatBackend;
+use crate::flat_memory::{
+    allocate, Allocation, Backing, FlatMachine, Frame, Pattern, Vm, VmMemory,
+};
 use crate::memstrata::{self, paper_machine, Workload, COLORS, OUTLIER};
 use crate::reproduce::parallel_map;
 use rand::SeedableRng;
 use serde_json::{json, Value};
-use tiermem_core::Result;
+use tiermem_core::{Controller, Engine, Result};
+use tiermem_policies::memstrata::{AllocatorConfig, MemstrataAllocator, OutlierEstimator};
 
 /// The population's seed (fixed: every run reproduces the same 115 workloads).
 const SEED: u64 = 15;
@@ -247,17 +251,18 @@ pub struct MixRun {
 
 /// VMs on one Flat Memory Mode machine, each starting with `dedicated_share` of its pages
 /// dedicated (colored allocation, §6: "All settings use page coloring"), either static or
-/// under Memstrata's allocator with `estimator`. Slowdowns are against the same VMs all in
-/// local DRAM (the same bandwidth sharing). The machine holds exactly the VMs' memory: the
-/// dedicated node their dedicated pages, the hardware-tiered node the rest in pairs.
+/// under Memstrata's allocator with `estimator`, run by the engine: the machine is a
+/// [`FlatBackend`], the policy `static` (the hardware places lines), the allocator a
+/// [`MemstrataAllocator`] controller. Slowdowns are against the same VMs all in local DRAM
+/// (the same bandwidth sharing). The machine holds exactly the VMs' memory: the dedicated
+/// node their dedicated pages, the hardware-tiered node the rest in pairs.
 pub fn run_mix(
     vms: &[Workload],
     dedicated_share: f64,
-    estimator: Option<&dyn tiermem_policies::memstrata::OutlierEstimator>,
+    estimator: Option<Box<dyn OutlierEstimator>>,
     p: AllocatorParams,
 ) -> Result<MixRun> {
-    use crate::flat_memory::Frame;
-    use tiermem_policies::memstrata::{plan_round, Features, VmView};
+    use tiermem_policies::static_placement::{StaticConfig, StaticPlacement};
     let pages: Vec<usize> = vms.iter().map(|w| w.pages()).collect();
     let dedicated: Vec<usize> = pages
         .iter()
@@ -279,87 +284,50 @@ pub fn run_mix(
         Allocation::Colored { colors: COLORS },
         SEED,
     )?;
-    let mut sim: Vec<Vm> = vms.iter().zip(frames).map(|(w, f)| w.vm(f)).collect();
-    let local = m.solve(&sim, Backing::AllLocal).ops_per_s;
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(SEED);
-    let mut smoothed: Vec<Option<Features>> = vec![None; vms.len()];
-    let mut out = MixRun::default();
-    let mut per_interval: Vec<Vec<f64>> = Vec::new();
-    let mut eq = m.solve(&sim, Backing::Tiered);
-    for k in 0..p.intervals {
-        if k > 0 {
-            eq = m.solve(&sim, Backing::Tiered);
-        }
-        per_interval.push(
-            local
-                .iter()
-                .zip(&eq.ops_per_s)
-                .map(|(l, o)| l / o - 1.0)
-                .collect(),
-        );
-        let Some(est) = estimator else { continue };
-        for (i, w) in vms.iter().enumerate() {
-            let c = memstrata::noisy(
-                memstrata::counters(w, eq.memory_latency_ns[i], eq.miss_ratio[i]),
-                &mut rng,
-            );
-            let f = Features {
-                l3_miss_latency_ns: c.l3_miss_latency_ns,
-                l2_miss_latency_ns: c.l2_miss_latency_ns,
-                dtlb_miss_latency_ns: c.dtlb_miss_latency_ns,
-                l2_mpki: c.l2_mpki,
-                l3_mpki: c.l3_mpki,
-            };
-            match &mut smoothed[i] {
-                Some(s) => s.ewma(&f, p.ewma_alpha),
-                slot => *slot = Some(f),
-            }
-        }
-        // A round, then one full interval of measurement before the next (§4.3).
-        if k % 2 == 1 {
-            continue;
-        }
-        let mut views = Vec::new();
-        for (i, vm) in sim.iter().enumerate() {
-            let f = smoothed[i].expect("measured");
-            let ded = vm
-                .memory
-                .frames
-                .iter()
-                .filter(|f| **f == Frame::Dedicated)
-                .count();
-            views.push(VmView {
-                pages: pages[i] as u64,
-                dedicated: ded as u64,
-                outlier: est.is_outlier(&f)?,
-                misses_per_s: est.miss_ratio(&f) * eq.ops_per_s[i] * vm.lines_per_op,
-            });
-        }
-        let exchanges = plan_round(&views, p.step_ratio);
-        let mut moved = vec![0u64; vms.len()];
-        for x in &exchanges {
-            exchange(
-                &mut sim,
-                slots,
-                x.donor,
-                x.borrower,
-                x.pages as usize,
-                &mut rng,
-            );
-            moved[x.donor] += x.pages;
-            moved[x.borrower] += x.pages;
-        }
-        out.moved_per_round.push(moved);
-        out.rounds += 1;
+    let mut backend = FlatBackend::new(
+        m,
+        vms.to_vec(),
+        frames,
+        rand::rngs::SmallRng::seed_from_u64(SEED),
+    )?;
+    let interval_s = tiermem_policies::memstrata::DEFAULT_INTERVAL_S;
+    let controller = estimator.map(|e| {
+        Box::new(MemstrataAllocator::new(
+            AllocatorConfig {
+                interval_s,
+                ewma_alpha: p.ewma_alpha,
+                step_ratio: p.step_ratio,
+                dedicated_tier: crate::flat_backend::DEDICATED,
+            },
+            e,
+        )) as Box<dyn Controller>
+    });
+    let policy = StaticPlacement::new(StaticConfig {
+        quantum_ms: interval_s * 1e3,
+    });
+    let mut engine = Engine::with_controller(policy, controller, &mut backend)?;
+    for _ in 0..p.intervals {
+        engine.step(&mut backend)?;
     }
+    let mut out = MixRun {
+        rounds: engine
+            .controller
+            .as_ref()
+            .and_then(|c| c.counters().into_iter().find(|(k, _)| *k == "rounds"))
+            .map_or(0, |(_, v)| v as usize),
+        moved_per_round: backend.moved_per_apply.clone(),
+        ..MixRun::default()
+    };
+    let per_interval = &backend.slowdowns;
     let n = per_interval.len().max(1) as f64;
     let tail = &per_interval[per_interval.len() * 3 / 4..];
-    for i in 0..vms.len() {
+    let eq = backend.equilibrium();
+    for (i, vm) in backend.vms().iter().enumerate() {
         out.mean_slowdown
             .push(per_interval.iter().map(|r| r[i]).sum::<f64>() / n);
         out.final_slowdown
             .push(tail.iter().map(|r| r[i]).sum::<f64>() / tail.len().max(1) as f64);
-        let ded = sim[i]
+        let ded = vm
             .memory
             .frames
             .iter()
@@ -369,50 +337,6 @@ pub fn run_mix(
         out.miss_ratio.push(eq.miss_ratio[i]);
     }
     Ok(out)
-}
-
-/// Swap `n` of the donor's dedicated pages for `n / 2` of the borrower's conflicting pairs
-/// (both frames of a slot move together, so coloring holds); pages chosen at random (§4.3).
-fn exchange(
-    vms: &mut [Vm],
-    slots: usize,
-    donor: usize,
-    borrower: usize,
-    n: usize,
-    rng: &mut rand::rngs::SmallRng,
-) {
-    use crate::flat_memory::Frame;
-    use rand::seq::SliceRandom;
-    let frames = &vms[borrower].memory.frames;
-    let mut at = vec![usize::MAX; 2 * slots];
-    for (g, f) in frames.iter().enumerate() {
-        if let Frame::Tiered(x) = f {
-            at[*x as usize] = g;
-        }
-    }
-    let mut pairs: Vec<usize> = (0..slots)
-        .filter(|&s| at[s] != usize::MAX && at[s + slots] != usize::MAX)
-        .collect();
-    pairs.shuffle(rng);
-    let mut freed = Vec::new();
-    for &s in pairs.iter().take(n / 2) {
-        for f in [s, s + slots] {
-            vms[borrower].memory.frames[at[f]] = Frame::Dedicated;
-            freed.push(f as u32);
-        }
-    }
-    let mut ded: Vec<usize> = vms[donor]
-        .memory
-        .frames
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| **f == Frame::Dedicated)
-        .map(|(g, _)| g)
-        .collect();
-    ded.shuffle(rng);
-    for (g, f) in ded.into_iter().zip(freed) {
-        vms[donor].memory.frames[g] = Frame::Tiered(f);
-    }
 }
 
 /// The population with each workload's slowdown alone in mixed mode (33 % dedicated).
@@ -483,6 +407,7 @@ fn mix_rows(experiment: &str, mix: &str, vms: &[Workload], config: &str, r: &Mix
                 "mix": mix,
                 "workload": w.name,
                 "category": w.category,
+                "vm_gib": w.vm_gib,
                 "config": config,
                 "slowdown": r.final_slowdown[i],
                 "mean_slowdown": r.mean_slowdown[i],
@@ -495,27 +420,18 @@ fn mix_rows(experiment: &str, mix: &str, vms: &[Workload], config: &str, r: &Mix
 
 /// Load the estimator for the allocator: a missing or malformed file is a one-line error
 /// naming it and `tiermem memstrata train` (exit 2).
-#[cfg(feature = "onnx")]
-pub fn estimator() -> Result<Box<dyn tiermem_policies::memstrata::OutlierEstimator>> {
+pub fn estimator() -> Result<Box<dyn OutlierEstimator>> {
     Ok(Box::new(tiermem_policies::memstrata::Estimator::load(
         &default_model_path(),
     )?))
-}
-
-/// Without the `onnx` feature there is no inference: say how to get it (exit 2).
-#[cfg(not(feature = "onnx"))]
-pub fn estimator() -> Result<Box<dyn tiermem_policies::memstrata::OutlierEstimator>> {
-    Err(tiermem_core::Error::new(
-        tiermem_core::ErrorKind::Unsupported,
-        "Memstrata's allocator needs the estimator's ONNX inference: rebuild with `cargo build --release -p tiermem-cli --features tiermem-sim/onnx`",
-    ))
 }
 
 /// Fig. 10: six-VM mixes (§6.1: web-heavy 4 web + 1 data + 1 outlier, data-heavy 1 + 4 + 1,
 /// balanced 2 web + 2 data + 1 other + 1 outlier; two combinations each), 33 % dedicated,
 /// static ("HW-Tiered") vs Memstrata. Quick: one combination per mix.
 pub fn fig10(quick: bool) -> Result<Value> {
-    let est = estimator()?;
+    // Fail at once on a missing or malformed model, before any mix runs.
+    estimator()?;
     let m = paper_machine(128);
     let p = pools(&m)?;
     let combos = if quick { 1 } else { 2 };
@@ -543,7 +459,7 @@ pub fn fig10(quick: bool) -> Result<Value> {
             let dyn_ = run_mix(
                 vms,
                 MIXED_DEDICATED,
-                Some(est.as_ref()),
+                Some(estimator()?),
                 AllocatorParams::default(),
             )?;
             let mut rows = mix_rows("memstrata-fig10", name, vms, "hw-tiered", &stat);
@@ -580,16 +496,53 @@ pub fn fig10(quick: bool) -> Result<Value> {
     Ok(json!({"experiment": "memstrata-fig10", "mixes": mixes_out, "rows": rows}))
 }
 
+/// The first `n` workloads of `pool` (first in the pool's order: lexicographic over their
+/// positions) whose VM sizes add up to `total_gib`.
+fn with_sizes(pool: &[Workload], n: usize, total_gib: u64) -> Result<Vec<Workload>> {
+    fn search(pool: &[Workload], from: usize, n: usize, left: u64, at: &mut Vec<usize>) -> bool {
+        if n == 0 {
+            return left == 0;
+        }
+        for i in from..pool.len() {
+            if pool[i].vm_gib <= left {
+                at.push(i);
+                if search(pool, i + 1, n - 1, left - pool[i].vm_gib, at) {
+                    return true;
+                }
+                at.pop();
+            }
+        }
+        false
+    }
+    let mut at = Vec::new();
+    if !search(pool, 0, n, total_gib, &mut at) {
+        return Err(tiermem_core::Error::config(format!(
+            "the population has no {n} workloads of {total_gib} GB together for this mix"
+        )));
+    }
+    Ok(at.into_iter().map(|i| pool[i].clone()).collect())
+}
+
+/// §6.1 "Higher outlier ratio": six VMs of 80 GB in all (33 % dedicated is 26.4 GB), the
+/// four outliers 56 GB of it.
+const FIG12_TOTAL_GIB: u64 = 80;
+const FIG12_FOUR_OUTLIERS_GIB: u64 = 56;
+
 /// Fig. 12: 2 and 4 outliers among six VMs at 33 % dedicated, and 4 at 67 %, with
-/// Memstrata (§6.1 "Higher outlier ratio"); the rest web.
+/// Memstrata (§6.1 "Higher outlier ratio"). The sizes are the paper's: the four outliers
+/// are the most severe whose VMs add up to 56 GB, the two-outlier case keeps the first two
+/// of them, and non-outliers (web, then data) fill the six VMs to 80 GB.
 pub fn fig12(quick: bool) -> Result<Value> {
-    let est = estimator()?;
+    // Fail at once on a missing or malformed model, before any mix runs.
+    estimator()?;
     let m = paper_machine(128);
     let p = pools(&m)?;
     let params = AllocatorParams {
         intervals: if quick { 30 } else { 60 },
         ..AllocatorParams::default()
     };
+    let four = with_sizes(&p.outliers, 4, FIG12_FOUR_OUTLIERS_GIB)?;
+    let quiet: Vec<Workload> = p.web.iter().chain(&p.data).cloned().collect();
     let cases: [(&str, usize, f64); 3] = [
         ("2-outliers-33pct", 2, 1.0 / 3.0),
         ("4-outliers-33pct", 4, 1.0 / 3.0),
@@ -598,10 +551,12 @@ pub fn fig12(quick: bool) -> Result<Value> {
     let mut rows = Vec::new();
     let mut cases_out = Vec::new();
     for (name, k, ded) in cases {
-        let mut vms = take(&p.web, 0, 6 - k)?;
-        vms.extend(take(&p.outliers, 0, k)?);
+        let outliers = &four[..k];
+        let outlier_gib: u64 = outliers.iter().map(|w| w.vm_gib).sum();
+        let mut vms = with_sizes(&quiet, 6 - k, FIG12_TOTAL_GIB - outlier_gib)?;
+        vms.extend_from_slice(outliers);
         let stat = run_mix(&vms, ded, None, params)?;
-        let dyn_ = run_mix(&vms, ded, Some(est.as_ref()), params)?;
+        let dyn_ = run_mix(&vms, ded, Some(estimator()?), params)?;
         rows.extend(mix_rows("memstrata-fig12", name, &vms, "hw-tiered", &stat));
         rows.extend(mix_rows("memstrata-fig12", name, &vms, "memstrata", &dyn_));
         let outl: Vec<f64> = dyn_.final_slowdown[6 - k..].to_vec();
