@@ -262,8 +262,12 @@ def reproduce_all(
     started = time.monotonic()
     index: dict[str, Any] = {"quick": quick, "code_version": version, "backend": backend, "figures": []}
 
+    # Figures a narrower run (`--only`) did not select keep their entries from the last run.
+    kept = {n: f for n, f in previous.items() if n not in names}
+
     def write_index() -> None:
-        index["figures"] = [entries[n] for n in names if n in entries]
+        index["figures"] = [entries[n] if n in entries else kept[n] for n in experiments()
+                            if n in entries or n in kept]
         index["wall_s"] = round(time.monotonic() - started, 3)
         out.mkdir(parents=True, exist_ok=True)
         (out / "index.json").write_text(json.dumps(index, indent=2) + "\n")
@@ -461,9 +465,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "reproduce-all":
             index = reproduce_all(args.out, quick=args.quick, only=args.only, address=args.ray,
                                   force=args.force, plots=not args.no_plots)
-            ran = sum(1 for f in index["figures"] if f["status"] == "ran")
-            print(f"wrote {Path(args.out) / 'index.json'}: {len(index['figures'])} figures "
-                  f"({ran} ran, {len(index['figures']) - ran} reused) in {index['wall_s']:.1f} s")
+            selected = set(_select(experiments(), args.only))
+            this_run = [f for f in index["figures"] if f["experiment"] in selected]
+            ran = sum(1 for f in this_run if f["status"] == "ran")
+            kept = len(index["figures"]) - len(this_run)
+            print(f"wrote {Path(args.out) / 'index.json'}: {len(this_run)} figures "
+                  f"({ran} ran, {len(this_run) - ran} reused) in {index['wall_s']:.1f} s"
+                  + (f"; {kept} more kept from earlier runs" if kept else ""))
         else:
             frame = run_sweep_file(args.file, args.out, address=args.ray, jobs=args.jobs)
             print(f"wrote {args.out}: {len(frame)} points")

@@ -77,6 +77,11 @@ def test_reproduce_all_is_resumable(tmp_path):
     third = tiermem_cli("reproduce", "all", "--quick", "--only", "mercury-fig14", "--no-plots", "--out", str(out))
     assert third.returncode == 0, third.stderr
     assert json.loads((out / "index.json").read_text())["figures"][0]["status"] == "ran"
+    # Another paper's figure alone: the index keeps the first figure's entry beside it.
+    other = tiermem_cli("reproduce", "all", "--quick", "--only", "mercury-fig16", "--no-plots", "--out", str(out))
+    assert other.returncode == 0, other.stderr
+    figures = json.loads((out / "index.json").read_text())["figures"]
+    assert [(f["experiment"], f["status"]) for f in figures] == [("mercury-fig14", "ran"), ("mercury-fig16", "ran")]
 
 
 def _one_line_exit_2(result: subprocess.CompletedProcess, *needles: str) -> None:
