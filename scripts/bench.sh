@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
-# Benchmark dispatcher (`make bench`): runs every bench/*/run.sh, then times the Colloid
-# Fig. 1 reproduction (quick and full) with the release binary, and prints a summary.
+# Benchmark dispatcher (`make bench`): runs every bench/*/run.sh (bench/reproduce times
+# every reproduction, quick and full) and prints a summary.
 # (bench/heap: perl, awk, sort, xz, python, numpy plain vs 100/50/25 % budgets -> bench/heap/results.md.)
 # Each step's output goes to out/bench/<name>.log; a failing step is reported (and makes
 # the exit status 1) but does not stop the others.
 #
 #   scripts/bench.sh                  every step
-#   scripts/bench.sh sim colloid-fig1-quick   only the named steps (bench dir names,
-#                                     colloid-fig1-quick, colloid-fig1-full)
+#   scripts/bench.sh sim reproduce    only the named steps (bench dir names)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 export TIERMEM_PYTHON="${TIERMEM_PYTHON:-$PWD/.venv/bin/python}"
-BIN=target/release/tiermem
 LOGS=out/bench
 mkdir -p "$LOGS"
 
@@ -45,13 +43,6 @@ shopt -s nullglob
 for script in bench/*/run.sh; do
     run_step "$(basename "$(dirname "$script")")" bash "$script"
 done
-if [ -x "$BIN" ]; then
-    run_step colloid-fig1-quick "$BIN" reproduce colloid-fig1 --quick --out out/bench/colloid-fig1-quick
-    run_step colloid-fig1-full "$BIN" reproduce colloid-fig1 --out out/bench/colloid-fig1
-else
-    echo "bench: $BIN missing (run make setup)"
-fi
-
 echo
 echo "bench summary (wall seconds; logs in $LOGS/)"
 printf '%-28s %8s %6s\n' step seconds exit

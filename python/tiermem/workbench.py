@@ -2,6 +2,7 @@
 
     python -m tiermem.workbench reproduce-all --out DIR [--quick] [--only PAPER]... [--ray ADDRESS] [--force] [--no-plots]
     python -m tiermem.workbench sweep FILE.toml --out FILE.parquet [--ray ADDRESS] [--jobs N]
+    python -m tiermem.workbench timings [--quick-dir DIR] [--full-dir DIR]   (make bench)
 
 (the ``tiermem`` CLI runs these). Both use the task engine of :mod:`tiermem.engine`, so a
 Ray address spreads either over a cluster. The experiments are the native module's list
@@ -442,6 +443,36 @@ def run_sweep_file(path: str | Path, out: str | Path, address: str | None = None
     return frame
 
 
+def timings_page(quick_dir: str | Path | None, full_dir: str | Path | None) -> str:
+    """A markdown table of every reproduction's wall time, quick and full, from the
+    ``index.json`` of a ``reproduce all --quick`` and a ``reproduce all`` run (`make
+    bench`'s ``reproduce`` step). A figure a run did not time (reused, or not run) says so."""
+    def walls(d: str | Path | None) -> dict[str, tuple[float, str]]:
+        if d is None:
+            return {}
+        return {n: (float(f.get("wall_s", float("nan"))), str(f.get("status", "")))
+                for n, f in _previous(Path(d) / "index.json").items()}
+
+    quick, full = walls(quick_dir), walls(full_dir)
+
+    def cell(w: dict[str, tuple[float, str]], n: str) -> str:
+        if n not in w:
+            return "not run"
+        secs, status = w[n]
+        return f"{secs:.1f}" + ("" if status == "ran" else f" ({status})")
+
+    lines = ["| reproduction | quick (s) | full (s) |", "|---|---|---|"]
+    for n in experiments():
+        lines.append(f"| {n} | {cell(quick, n)} | {cell(full, n)} |")
+
+    def total(w: dict[str, tuple[float, str]]) -> str:
+        ran = [s for s, st in w.values() if st == "ran"]
+        return f"{sum(ran):.0f}" if ran else "–"
+
+    lines.append(f"| all (figures that ran) | {total(quick)} | {total(full)} |")
+    return "\n".join(lines) + "\n"
+
+
 # ---- command line ------------------------------------------------------------------------
 
 
@@ -455,6 +486,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ra.add_argument("--ray")
     ra.add_argument("--force", action="store_true")
     ra.add_argument("--no-plots", action="store_true")
+    tp = sub.add_parser("timings", help="every reproduction's wall time from reproduce-all indexes")
+    tp.add_argument("--quick-dir")
+    tp.add_argument("--full-dir")
     sw = sub.add_parser("sweep")
     sw.add_argument("file")
     sw.add_argument("--out", required=True)
@@ -472,6 +506,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote {Path(args.out) / 'index.json'}: {len(this_run)} figures "
                   f"({ran} ran, {len(this_run) - ran} reused) in {index['wall_s']:.1f} s"
                   + (f"; {kept} more kept from earlier runs" if kept else ""))
+        elif args.command == "timings":
+            print(timings_page(args.quick_dir, args.full_dir), end="")
         else:
             frame = run_sweep_file(args.file, args.out, address=args.ray, jobs=args.jobs)
             print(f"wrote {args.out}: {len(frame)} points")

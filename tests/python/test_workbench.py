@@ -176,3 +176,20 @@ def test_shipped_sweep_file_loads():
     base, grid = workbench.load_sweep_file(ROOT / "examples" / "sweep.toml")
     assert Path(base) == (ROOT / "examples" / "sim.toml").resolve()
     assert grid["seed"] == [1, 2] and list(grid)[-1] == "seed"
+
+
+def test_timings_page_lists_every_reproduction_quick_and_full(tmp_path):
+    def index(d, figures):
+        d.mkdir()
+        (d / "index.json").write_text(json.dumps({"figures": figures}))
+
+    index(tmp_path / "q", [{"experiment": "colloid-fig1", "wall_s": 37.25, "status": "ran"},
+                           {"experiment": "mercury-fig14", "wall_s": 1.3, "status": "reused"}])
+    index(tmp_path / "f", [{"experiment": "colloid-fig1", "wall_s": 57.0, "status": "ran"}])
+    page = workbench.timings_page(tmp_path / "q", tmp_path / "f")
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in page.splitlines()[2:]}
+    assert set(workbench.experiments()) < set(rows), "a row per reproduction"
+    assert rows["colloid-fig1"] == "| colloid-fig1 | 37.2 | 57.0 |"
+    assert rows["mercury-fig14"] == "| mercury-fig14 | 1.3 (reused) | not run |"
+    assert rows["all (figures that ran)"] == "| all (figures that ran) | 37 | 57 |"
+    assert "not run | not run" in rows["memstrata-fig12"]
