@@ -137,7 +137,7 @@ reproduce-all: setup
 docs-results: venv
 	PYTHONPATH=$(CURDIR)/python $(PY) -m tiermem.results_page $(OUT) docs/results.md --exclude bench \
 	    --bench bench/runtime/results.md --bench bench/tierscape/kv.md \
-	    --bench bench/tierscape/kv-memcached-rounds.md
+	    --bench bench/tierscape/kv-memcached-rounds.md --bench bench/reproduce/results.md
 
 # ---- maintenance ---------------------------------------------------------------------
 
