@@ -24,9 +24,11 @@ def _over_mixes(field: str, reduce):
     return measure
 
 
-def _case(case: str, field: str):
+def _fixed_share(case: str):
+    """Share of a Fig. 12 case's outliers that Memstrata brings to 5 % or less."""
     def measure(s: Mapping[str, Any]) -> float:
-        return float(next(c[field] for c in s["cases"] if c["case"] == case))
+        after = next(c["outliers_memstrata"] for c in s["cases"] if c["case"] == case)
+        return sum(1 for x in after if x <= 0.05) / len(after)
     return measure
 
 
@@ -53,9 +55,9 @@ CLAIMS = [
           "Abstract, §6.1: Memstrata brings the outliers from above 30 % to below 6 % (the worst of the six mixes)",
           0.06, _over_mixes("outlier_memstrata", max), unit="", tolerance=BOUND_TOL, kind="at_most"),
     Claim("memstrata", "memstrata-fig12",
-          "§6.1, Fig. 12b: with four outliers and 33 % dedicated, not every outlier gets below 5 % (outliers left above 5 %)",
-          1, _case("4-outliers-33pct", "outliers_above_5pct"), unit="", tolerance=BOUND_TOL, kind="at_least"),
+          "§6.1, Fig. 12b: with four outliers and 33 % dedicated, not every outlier gets below 5 % (share brought to ≤ 5 %)",
+          0.75, _fixed_share("4-outliers-33pct"), unit="", tolerance=BOUND_TOL, kind="at_most"),
     Claim("memstrata", "memstrata-fig12",
-          "§6.1, Fig. 12c: with 67 % dedicated Memstrata removes all four outliers (outliers left above 5 %)",
-          0, _case("4-outliers-67pct", "outliers_above_5pct"), unit="", tolerance=BOUND_TOL, kind="at_most"),
+          "§6.1, Fig. 12c: with 67 % dedicated Memstrata removes all four outliers (share brought to ≤ 5 %)",
+          1.0, _fixed_share("4-outliers-67pct"), unit="", tolerance=BOUND_TOL, kind="at_least"),
 ]
