@@ -316,12 +316,8 @@ impl MemstrataAllocator {
         let pb = snap.page_bytes.max(1);
         let d = self.cfg.dedicated_tier.index();
         let pages = |i: usize| snap.tenant_telemetry[i].footprint_bytes / pb;
-        let held = |i: usize| {
-            snap.tenant_telemetry[i]
-                .used_bytes
-                .get(d)
-                .map_or(0, |b| b / pb)
-        };
+        let tier = self.cfg.dedicated_tier;
+        let held = |i: usize| held_pages(snap, tier, i).unwrap_or(0);
         let first = self.dedicated.is_empty();
         let capacity = snap.tier_specs.get(d).map_or(0, |t| t.capacity_bytes / pb);
         let total: u64 = (0..snap.tenants.len()).map(pages).sum();
@@ -402,8 +398,9 @@ impl MemstrataAllocator {
                 pages: tel.footprint_bytes / pb,
                 dedicated: self.dedicated.get(&t.id).copied().unwrap_or(0),
                 outlier,
-                // Local misses: the estimated miss ratio of its memory requests (64 B lines).
-                misses_per_s: self.estimator.miss_ratio(&f) * tel.bandwidth_bytes_per_s / 64.0,
+                // Local misses: the estimated miss ratio of its memory requests (lines).
+                misses_per_s: self.estimator.miss_ratio(&f) * tel.bandwidth_bytes_per_s
+                    / tiermem_core::CACHELINE_BYTES as f64,
             });
         }
         let exchanges = plan_round(&views, self.cfg.step_ratio);
@@ -428,6 +425,14 @@ impl MemstrataAllocator {
     }
 }
 
+/// Pages tenant `i` of the snapshot holds in `tier`, where the snapshot says.
+fn held_pages(snap: &Snapshot<'_>, tier: TierId, i: usize) -> Option<u64> {
+    snap.tenant_telemetry[i]
+        .used_bytes
+        .get(tier.index())
+        .map(|b| b / snap.page_bytes.max(1))
+}
+
 impl Controller for MemstrataAllocator {
     fn name(&self) -> String {
         "memstrata".into()
@@ -448,14 +453,9 @@ impl Controller for MemstrataAllocator {
         if measure {
             // What each known tenant holds now is the truth (a limit the backend could not
             // carry out is not assumed done).
-            let d = self.cfg.dedicated_tier.index();
-            let pb = snap.page_bytes.max(1);
             for (i, t) in snap.tenants.iter().enumerate() {
-                if let (Some(x), Some(b)) = (
-                    self.dedicated.get_mut(&t.id),
-                    snap.tenant_telemetry[i].used_bytes.get(d),
-                ) {
-                    *x = b / pb;
+                if let Some(held) = held_pages(snap, self.cfg.dedicated_tier, i) {
+                    self.dedicated.entry(t.id).and_modify(|x| *x = held);
                 }
             }
         }
