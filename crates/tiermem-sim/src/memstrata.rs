@@ -35,10 +35,13 @@ pub const COLORS: usize = 768;
 /// Slowdown above which a workload is an outlier (§2.2 goal #4).
 pub const OUTLIER: f64 = 0.05;
 
+/// Both tiers' loaded-latency curve (Mess, Skylake server).
+const MACHINE_CURVE: &str = "mess-skylake";
+
 /// The paper's server (§6) as a Flat Memory Mode machine; `local_gib` of local DRAM in the
 /// hardware-tiered node.
 pub fn paper_machine(local_gib: u64) -> FlatMachine {
-    let curve = Curve::from_spec(&CurveSpec::Named("mess-skylake".into())).expect("curve");
+    let curve = Curve::from_spec(&CurveSpec::Named(MACHINE_CURVE.into())).expect("curve");
     let local = TierModel {
         unloaded_ns: 120.0,
         peak_bytes_per_s: 307.2e9,
@@ -137,6 +140,9 @@ pub const CATEGORIES: &[Category] = &[
         vm_gib: &[2, 4, 8, 16],
     },
 ];
+
+/// Cache lines a VM's operation writes back (of the one it reads; an assumption).
+pub const VM_WRITTEN_LINES_PER_OP: f64 = 0.3;
 
 /// One synthetic workload.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -240,7 +246,7 @@ impl Workload {
         (p, pat)
     }
 
-    fn core(&self) -> CoreModel {
+    pub fn core(&self) -> CoreModel {
         // Sweeps prefetch; random accesses are dependent a few deep.
         CoreModel {
             cores: self.vcpus,
@@ -257,7 +263,7 @@ impl Workload {
             name: self.name.clone(),
             cores: self.core(),
             lines_per_op: 1.0,
-            written_lines_per_op: 0.3,
+            written_lines_per_op: VM_WRITTEN_LINES_PER_OP,
             memory: VmMemory {
                 probability,
                 pattern,
@@ -287,6 +293,146 @@ pub fn alone(
     let vm = w.vm(frames.into_iter().next().expect("one VM"));
     let eq = m.solve(std::slice::from_ref(&vm), backing);
     Ok((eq.ops_per_s[0], eq.miss_ratio[0]))
+}
+
+/// Guest page size TPP manages (§6.1: TPP "knows which pages are being used at the 4 KB
+/// granularity" inside the VM).
+pub const TPP_PAGE_BYTES: u64 = 4 << 10;
+
+/// vCPU time one 4 KiB migration costs inside the VM (hint fault, unmap, batched TLB
+/// flush, copy), ns. Derived from §6.1's extreme case: TPP migrating 22 GB/s in pr-web's
+/// 32 GB VM (8 vCPUs by our sizing) slows it by 295 %, i.e. 75 % of 8 vCPUs busy for
+/// 5.4 M pages/s: at most 1.1 µs a page (at most: CXL latency has a share in the 295 %).
+pub const TPP_MIGRATION_NS: f64 = 1100.0;
+/// Copy speed of one vCPU's 4 KiB migration (examples/sim.toml's 8 GB/s).
+const TPP_COPY_GBPS: f64 = 8.0;
+
+/// A workload alone under TPP (§6.1, Fig. 10/11: software tiering with visibility inside
+/// the VM) on the same memory as hardware tiering: `local_share` of the VM's memory in
+/// local DRAM, the rest in CXL, with [`paper_machine`]'s tiers. The simulator's TPP
+/// (`tiermem_policies::tpp`, Linux v6.3 defaults) moves 4 KiB guest pages. TPP promotes
+/// synchronously in the faulting vCPU and demotes from kswapd, a guest thread: every
+/// vCPU migrates, and each page's [`TPP_MIGRATION_NS`] is vCPU time the workload loses
+/// (the backend's per-move stall of all the tenant's cores, so `TPP_MIGRATION_NS / vCPUs`
+/// each). The VM's 2 MiB pages' access probabilities spread evenly over their 512 guest
+/// pages; pages start at random places (first touch in a VM follows allocation order,
+/// not heat).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TppRun {
+    /// Operations per second with every page local, with every page on CXL (the same
+    /// machine's fixed points), and TPP's steady state (the run's last half).
+    pub all_local_ops: f64,
+    pub cxl_only_ops: f64,
+    pub tpp_ops: f64,
+    /// Migrated bytes per second in the steady state, and pages TPP moved in the run.
+    pub migrated_bytes_per_s: f64,
+    pub pages_migrated: u64,
+    /// Share of the workload's accesses local DRAM served in the steady state.
+    pub local_share_of_accesses: f64,
+}
+
+/// The simulator config of [`under_tpp`] (its workload is replaced by the VM's).
+pub fn tpp_config(w: &Workload, local_share: f64, duration_s: f64, seed: u64) -> String {
+    let vm_bytes = w.vm_gib << 30;
+    let local = ((vm_bytes as f64 * local_share) as u64 / TPP_PAGE_BYTES) * TPP_PAGE_BYTES;
+    let core = w.core();
+    let m = paper_machine(1);
+    format!(
+        r#"seed = {seed}
+duration_s = {duration_s}
+accesses_per_sample = 1000
+record_interval_ms = 100
+epoch_ms = 10
+steady_state_fraction = 0.5
+initial_placement = "random"
+
+[machine]
+page_size = {TPP_PAGE_BYTES}
+app_cores = {cores}
+ops_in_flight = {ops}
+mlp_lines = {mlp}
+compute_ns_per_op = {compute}
+
+[machine.migration]
+per_page_ns = {per_page}
+copy_gbps = {TPP_COPY_GBPS}
+threads = {cores}
+shootdown_ns = {stall}
+
+{local_tier}
+{cxl_tier}
+[workload]
+kind = "random"
+working_set = {vm_bytes}
+
+[policy]
+policy = "tpp"
+"#,
+        cores = core.cores,
+        per_page = TPP_MIGRATION_NS - TPP_PAGE_BYTES as f64 / TPP_COPY_GBPS,
+        stall = TPP_MIGRATION_NS / core.cores,
+        ops = core.ops_in_flight,
+        mlp = core.mlp_lines,
+        compute = core.compute_ns_per_op,
+        local_tier = tier_toml("local", "dram", local, &m.local),
+        cxl_tier = tier_toml("cxl", "node", vm_bytes, &m.cxl),
+    )
+}
+
+/// One `[[machine.tiers]]` table of the simulator's config for a tier of the model.
+fn tier_toml(name: &str, kind: &str, capacity_bytes: u64, t: &TierModel) -> String {
+    format!(
+        r#"[[machine.tiers]]
+name = "{name}"
+kind = "{kind}"
+capacity = {capacity_bytes}
+unloaded_latency_ns = {}
+peak_bandwidth_gbps = {}
+write_cost = {}
+curve = "{MACHINE_CURVE}"
+"#,
+        t.unloaded_ns,
+        t.peak_bytes_per_s / 1e9,
+        t.write_cost
+    )
+}
+
+/// Run [`tpp_config`] with the VM's access distribution (see [`TppRun`]).
+pub fn under_tpp(w: &Workload, local_share: f64, duration_s: f64, seed: u64) -> Result<TppRun> {
+    let cfg = crate::config::SimConfig::from_toml(
+        &tpp_config(w, local_share, duration_s, seed),
+        "memstrata TPP run",
+    )?;
+    let (probability, _) = w.access();
+    let per_group = (HOST_PAGE_BYTES / TPP_PAGE_BYTES) as u32;
+    let shape = crate::workload::OpShape {
+        lines_per_op: 1,
+        written_lines_per_op: VM_WRITTEN_LINES_PER_OP,
+    };
+    let load = crate::workload::weighted::Weighted::new(&w.name, &probability, per_group, shape);
+    let backend = crate::backend::SimBackend::with_tenants(
+        &cfg,
+        vec![(w.name.clone(), w.core().cores, Box::new(load))],
+    )?;
+    let fixed_point = |mass: Vec<f64>| backend.solve_static(&[mass], &[1.0]).0.ops_per_s[0];
+    let (all_local_ops, cxl_only_ops) = (fixed_point(vec![1.0, 0.0]), fixed_point(vec![0.0, 1.0]));
+    let policy = tiermem_policies::build_with(
+        &cfg.policy,
+        None,
+        tiermem_policies::BuildContext {
+            page_bytes: Some(TPP_PAGE_BYTES),
+        },
+    )?;
+    let out = crate::runner::run_with(&cfg, backend, policy)?;
+    let s = out.steady(cfg.steady_state_fraction);
+    Ok(TppRun {
+        all_local_ops,
+        cxl_only_ops,
+        tpp_ops: s.throughput_ops_per_s,
+        migrated_bytes_per_s: s.migrated_bytes_per_s,
+        pages_migrated: out.counters.applied.pages_applied,
+        local_share_of_accesses: s.app_share.first().copied().unwrap_or(0.0),
+    })
 }
 
 /// Solve a workload's compute time so that its CXL-only slowdown is its target

@@ -27,6 +27,7 @@ pub const EXPERIMENTS: &[&str] = &[
     "granularity-fig8",
     "memstrata-fig5",
     "memstrata-fig6",
+    "memstrata-fig11",
     "tierscape-fig8",
     "memstrata-fig10",
     "memstrata-fig12",
@@ -68,6 +69,7 @@ pub fn run_with_tiers(name: &str, out: &Path, quick: bool, tiers: Option<&Path>)
         "granularity-fig8" => crate::ics18::run(quick)?,
         "memstrata-fig5" => crate::reproduce_memstrata::fig5(quick)?,
         "memstrata-fig6" => crate::reproduce_memstrata::fig6(quick)?,
+        "memstrata-fig11" => crate::reproduce_memstrata::fig11(quick)?,
         "memstrata-fig10" => crate::reproduce_memstrata::fig10(quick)?,
         "memstrata-fig12" => crate::reproduce_memstrata::fig12(quick)?,
         other => {

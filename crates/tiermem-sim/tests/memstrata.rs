@@ -593,3 +593,42 @@ fn the_flat_backend_carries_out_dedicated_limits_as_pair_exchanges() {
     };
     assert!(e.to_string().contains("Flat Memory Mode"), "{e}");
 }
+
+/// Fig. 11's TPP run on one small VM of the population: the simulator's CXL-only fixed
+/// point is the target the Flat Memory Mode model was calibrated to (one machine, two
+/// models); with all of the VM's memory local TPP costs nothing; with half, it migrates and
+/// serves more than half of the accesses from local DRAM (it keeps the hotter pages there),
+/// and the result sits between all-local and CXL-only plus its migration cost.
+#[test]
+fn tpp_in_the_vm_sees_the_same_machine_and_keeps_hot_pages_local() {
+    use tiermem_sim::memstrata::{calibrate, paper_machine, population, under_tpp};
+    let m = paper_machine(128);
+    let mut w = population(15)
+        .into_iter()
+        .filter(|w| w.vm_gib == 2 && w.cxl_slowdown_target > 0.1 && w.zipf > 0.5)
+        .min_by(|a, b| a.name.cmp(&b.name))
+        .expect("a small memory-sensitive VM with skew");
+    calibrate(&m, &mut w).unwrap();
+    let full = under_tpp(&w, 1.0, 2.0, 1).unwrap();
+    let cxl_only = full.all_local_ops / full.cxl_only_ops - 1.0;
+    assert!(
+        (cxl_only - w.cxl_slowdown_target).abs() < 1e-6,
+        "{}: CXL-only {cxl_only} vs calibrated {}",
+        w.name,
+        w.cxl_slowdown_target
+    );
+    // Random first placement puts half of the pages on CXL; TPP promotes them up to the
+    // local tier's watermarks.
+    assert!(full.pages_migrated > 0, "{full:?}");
+    assert!(full.local_share_of_accesses > 0.99, "{full:?}");
+    assert!(full.all_local_ops / full.tpp_ops - 1.0 < 0.02, "{full:?}");
+    let half = under_tpp(&w, 0.5, 4.0, 1).unwrap();
+    assert!(half.pages_migrated > 0, "{half:?}");
+    // Less than half of the VM fits (watermarks): more than half of the accesses local is
+    // TPP preferring the hotter pages (spec-05 here: 56 %).
+    assert!(half.local_share_of_accesses > 0.52, "{}: {half:?}", w.name);
+    assert!(
+        half.cxl_only_ops < half.tpp_ops && half.tpp_ops < half.all_local_ops,
+        "{half:?}"
+    );
+}

@@ -50,6 +50,10 @@ CLAIMS = [
           "down > 10 % (read over the memory-sensitive ones, > 5 % on CXL alone: the paper's sample is not "
           "published, and insensitive web workloads cannot slow down)",
           0.73, _stat("share_over_10pct_conflicting_sensitive"), unit="", tolerance=BOUND_TOL, kind="at_least"),
+    Claim("memstrata", "memstrata-fig11",
+          "§6.1, Fig. 11: under TPP (half of each VM's memory local, 4 KiB pages) 17 % of the workloads slow "
+          "down by more than 50 % (thrashing)",
+          0.17, _stat("tpp", "share_over_50pct"), unit="", tolerance=POINTS_TOL, kind="points"),
     Claim("memstrata", "memstrata-fig10",
           "§6.1, Fig. 10: in every six-VM mix the outlier is above 30 % under static hardware tiering (the least of the six)",
           0.30, _over_mixes("outlier_static", min), unit="", tolerance=BOUND_TOL, kind="at_least"),

@@ -12,6 +12,8 @@
 //! dense chunks at random places, redrawn and alternating by operation count: ICS'18's
 //! graph500, CG, ...), `pagerank` ([`pagerank`], Ligra's PageRank on an rMat graph), `trace` ([`trace`], valgrind lackey or tiermem binary traces); any
 //! kind takes a `phases` schedule.
+//! Built in code only: [`weighted`] (a given distribution over groups of pages; Memstrata's
+//! VMs under TPP).
 
 use rand::rngs::SmallRng;
 use rand::RngCore;
@@ -26,6 +28,7 @@ pub mod random;
 pub mod regions;
 pub mod stream;
 pub mod trace;
+pub mod weighted;
 
 pub use config::{build, WorkloadConfig};
 
