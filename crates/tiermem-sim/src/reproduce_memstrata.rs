@@ -216,12 +216,14 @@ const THRASHING: f64 = 0.50;
 /// ([`memstrata::under_tpp`]). Slowdown against all-local, beside the hardware-tiered one;
 /// each row also carries the simulator's CXL-only slowdown, which must equal the target
 /// the workload was calibrated to on the Flat Memory Mode model (one machine, two models).
-/// Quick mode: every third workload, 4 simulated seconds instead of 10 (TPP scans 2.5 GB/s:
-/// a 32 GB VM once in 13 s; the steady state is the last half).
+/// Quick mode: every third workload, 4 simulated seconds instead of 6 (TPP scans 2.5 GB/s:
+/// a 16 GB VM once in 6.4 s, a 32 GB one not entirely; the steady state is the last half;
+/// 10 s, enough for every VM, did not finish in 39 minutes on 2 busy cores: the hint-fault
+/// queue grows with the pages scanned).
 pub fn fig11(quick: bool) -> Result<Value> {
     let m = paper_machine(128);
     let mut pop = calibrated_population(&m)?;
-    let duration_s = if quick { 4.0 } else { 10.0 };
+    let duration_s = if quick { 4.0 } else { 6.0 };
     if quick {
         pop = pop.into_iter().step_by(3).collect();
     }
