@@ -749,6 +749,37 @@ def _mercury_timelines(directory: Path, prefix: str) -> list[Path]:
     return written
 
 
+@kind("mercury-fig11")
+def plot_mercury_fig11(directory: Path) -> list[Path]:
+    """Mercury Fig. 11: per pair, (foreground slowdown, VectorDB slowdown) under TPP and under
+    Mercury, an arrow from one to the other (the paper: pairs move towards (0, 0))."""
+    rows = read_summary_rows(directory, ["system", "pair", "role", "slowdown"])
+    fig, axes = new_figure(size=(6.5, 6.0))
+    ax = axes[0, 0]
+    points = {}
+    for system, marker in (("tpp", "o"), ("mercury", "^")):
+        sub = rows[rows["system"] == system]
+        xy = {}
+        for pair, group in sub.groupby("pair"):
+            roles = dict(zip(group["role"], group["slowdown"] * 100.0, strict=True))
+            if "foreground" in roles and "background" in roles:
+                xy[pair] = (roles["foreground"], roles["background"])
+        points[system] = xy
+        if xy:
+            ax.scatter([p[0] for p in xy.values()], [p[1] for p in xy.values()], marker=marker,
+                       label="TPP" if system == "tpp" else "Mercury", zorder=3)
+    for pair, (x0, y0) in points.get("tpp", {}).items():
+        if pair in points.get("mercury", {}):
+            x1, y1 = points["mercury"][pair]
+            ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": "0.6"})
+            ax.annotate(pair, (x0, y0), fontsize="x-small", xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("foreground slowdown (%)")
+    ax.set_ylabel("VectorDB slowdown (%)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return [save(fig, directory / "fig11_slowdowns.png")]
+
+
 @kind("mercury-fig13")
 def plot_mercury_fig13(directory: Path) -> list[Path]:
     """Mercury Fig. 13: per-system timelines (local memory and limits, CPU shares, per-tenant

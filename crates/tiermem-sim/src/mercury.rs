@@ -47,22 +47,17 @@ fn two_tier_mass(n_tiers: usize, m: f64) -> Vec<f64> {
     v
 }
 
-/// The profiler (§4.2): the tenant alone, from all memory local (as much as the default tier
-/// holds) and full CPU; inadmissible if its SLO is not met there; otherwise the least local
-/// memory (its hottest pages, where hotness-based promotion puts them) that meets it, then
-/// for a BI tenant already above its target with nothing local, the least CPU share that
-/// meets it. Sizes are the backend's (scaled) bytes.
-pub fn profile(cfg: &SimConfig, tenant: usize, slo: Slo, min_cpu: f64) -> Result<Profile> {
+/// The tenant alone on the machine (a scratch backend) and the share of its accesses its
+/// hottest `x` pages serve, for every `x`.
+fn alone_backend(cfg: &SimConfig, tenant: usize) -> Result<(SimBackend, Vec<f64>)> {
     let b = SimBackend::new(&scratch(cfg, vec![cfg.tenants[tenant].clone()]))?;
     // A stream touches every page equally often over a pass: uniform. A trace has no
     // stationary distribution to profile.
-    let uniform;
-    let probs = match b.tenant_probabilities(0) {
-        Some(p) => p,
+    let prefix = match b.tenant_probabilities(0) {
+        Some(p) => hottest_prefix(p),
         None if matches!(cfg.tenants[tenant].workload, WorkloadConfig::Stream(_)) => {
             let n = b.placement().len();
-            uniform = vec![1.0 / n as f64; n];
-            &uniform
+            hottest_prefix(&vec![1.0 / n as f64; n])
         }
         None => {
             return Err(invalid(
@@ -71,7 +66,63 @@ pub fn profile(cfg: &SimConfig, tenant: usize, slo: Slo, min_cpu: f64) -> Result
             ))
         }
     };
-    let prefix = hottest_prefix(probs);
+    Ok((b, prefix))
+}
+
+/// A tenant alone with its hottest pages local (as many as the default tier holds) at full
+/// CPU: its mean read latency (ns) and operations per second.
+pub fn alone_local(cfg: &SimConfig, tenant: usize) -> Result<(f64, f64)> {
+    let (b, prefix) = alone_backend(cfg, tenant)?;
+    let n_tiers = b.tier_specs().len();
+    let full = (prefix.len() - 1).min(b.capacity_pages()[0] as usize);
+    let (te, _) = b.solve_static(&[two_tier_mass(n_tiers, prefix[full])], &[1.0]);
+    Ok((te.avg_latency_ns[0], te.ops_per_s[0]))
+}
+
+/// Every tenant running together at full CPU with its hottest `local_bytes[t]` (backend
+/// bytes; at most its footprint) in the default tier and the rest in the next, whatever the
+/// default tier's capacity: per tenant, mean read latency (ns) and operations per second.
+/// With `u64::MAX` for all, what the tenants get when they contend for bandwidth only.
+pub fn together(cfg: &SimConfig, local_bytes: &[u64]) -> Result<Vec<(f64, f64)>> {
+    let b = SimBackend::new(&scratch(cfg, cfg.tenants.clone()))?;
+    let n_tiers = b.tier_specs().len();
+    let page = b.page_bytes();
+    let masses = (0..cfg.tenants.len())
+        .map(|t| {
+            let (_, prefix) = alone_backend(cfg, t)?;
+            let pages = ((local_bytes[t] / page) as usize).min(prefix.len() - 1);
+            Ok(two_tier_mass(n_tiers, prefix[pages]))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let (te, _) = b.solve_static(&masses, &vec![1.0; masses.len()]);
+    Ok((0..masses.len())
+        .map(|t| (te.avg_latency_ns[t], te.ops_per_s[t]))
+        .collect())
+}
+
+/// Each tenant's fair share of the default tier: its capacity split in proportion to the
+/// tenants' footprints (backend bytes).
+pub fn fair_shares(cfg: &SimConfig) -> Result<Vec<u64>> {
+    let b = SimBackend::new(&scratch(cfg, cfg.tenants.clone()))?;
+    let page = b.page_bytes();
+    let capacity = b.capacity_pages()[0] as f64;
+    let pages = (0..cfg.tenants.len())
+        .map(|t| Ok((alone_backend(cfg, t)?.1.len() - 1) as f64))
+        .collect::<Result<Vec<f64>>>()?;
+    let total: f64 = pages.iter().sum();
+    Ok(pages
+        .iter()
+        .map(|p| (capacity * p / total.max(1.0)).floor() as u64 * page)
+        .collect())
+}
+
+/// The profiler (§4.2): the tenant alone, from all memory local (as much as the default tier
+/// holds) and full CPU; inadmissible if its SLO is not met there; otherwise the least local
+/// memory (its hottest pages, where hotness-based promotion puts them) that meets it, then
+/// for a BI tenant already above its target with nothing local, the least CPU share that
+/// meets it. Sizes are the backend's (scaled) bytes.
+pub fn profile(cfg: &SimConfig, tenant: usize, slo: Slo, min_cpu: f64) -> Result<Profile> {
+    let (b, prefix) = alone_backend(cfg, tenant)?;
     let n_tiers = b.tier_specs().len();
     let full = (prefix.len() - 1).min(b.capacity_pages()[0] as usize);
     let measure = |pages: usize, share: f64| -> f64 {

@@ -1,11 +1,12 @@
-"""Mercury (QoS for tiered memory): the numbers §5.5 states, read from mercury-fig13/14/16."""
+"""Mercury (QoS for tiered memory): the numbers §5.3 and §5.5 state, read from
+mercury-fig11/13/14/16."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from . import Claim, value
+from . import BOUND_TOL, POINTS_TOL, Claim, value
 
 
 def _measured(tenant: str, scale: float = 1.0):
@@ -18,7 +19,22 @@ def _gain(tenant: str, column: str, baseline: str):
     return measure
 
 
+def _top(system: str, key: str):
+    return lambda s: float(s[system][key])
+
+
 CLAIMS = [
+    Claim("mercury", "mercury-fig11", "§5.3, Fig. 11: under TPP the foreground's largest slowdown beside VectorDB is 29 %",
+          0.29, _top("tpp", "foreground_max_slowdown"), unit="", tolerance=POINTS_TOL, kind="points"),
+    Claim("mercury", "mercury-fig11", "§5.3, Fig. 11: under Mercury the foreground's largest slowdown is 12 %",
+          0.12, _top("mercury", "foreground_max_slowdown"), unit="", tolerance=POINTS_TOL, kind="points"),
+    Claim("mercury", "mercury-fig11", "§5.3, Fig. 11: under TPP VectorDB's largest slowdown is 75 %",
+          0.75, _top("tpp", "vectordb_max_slowdown"), unit="", tolerance=POINTS_TOL, kind="points"),
+    Claim("mercury", "mercury-fig11", "§5.3, Fig. 11: under Mercury VectorDB's largest slowdown is 14 %",
+          0.14, _top("mercury", "vectordb_max_slowdown"), unit="", tolerance=POINTS_TOL, kind="points"),
+    Claim("mercury", "mercury-fig11",
+          "§5.3, Fig. 11: \"most workload coordinates shift towards (0,0)\" (share of pairs whose worse slowdown drops)",
+          0.5, lambda s: float(s["share_of_pairs_closer_to_origin"]), unit="", tolerance=BOUND_TOL, kind="at_least"),
     Claim("mercury", "mercury-fig13", "§5.5, Fig. 13: under Mercury Redis runs at 453 ns (SLO 460 ns)",
           453, _measured("redis"), unit=" ns", kind="approx"),
     Claim("mercury", "mercury-fig13", "§5.5, Fig. 13: under Mercury VectorDB runs at 286 ns (SLO 290 ns)",
