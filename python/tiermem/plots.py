@@ -125,16 +125,28 @@ def grouped_bars(
     xlabel: str = "",
     legend: bool = True,
     colors: Mapping[Any, Any] | None = None,
+    bounds: tuple[str, str] | None = None,
 ) -> None:
     """Bars of ``value`` for each ``series`` side by side within each ``group``.
 
     Repeated (group, series) rows are runs: the bar is their mean with min-max error bars,
-    as in the Colloid paper's figures. ``colors`` optionally fixes a colour per series.
+    as in the Colloid paper's figures. A row that already summarises several runs gives
+    their range in the ``bounds`` columns (min, max; absent or NaN: no bar). ``colors``
+    optionally fixes a colour per series.
     """
     data = frame[[group, series, value]].dropna()
     groups = _ordered(list(data[group]), group_order)
     names = _ordered(list(data[series]), series_order)
     stats = data.groupby([group, series])[value].agg(["mean", "min", "max", "count"])
+    if bounds and all(c in frame.columns for c in bounds):
+        ranged = frame[[group, series, *bounds]].dropna()
+        if len(ranged):
+            lo_hi = ranged.groupby([group, series]).agg({bounds[0]: "min", bounds[1]: "max"})
+            for key, (lo_v, hi_v) in lo_hi.iterrows():
+                if key in stats.index:
+                    stats.loc[key, "min"] = min(stats.loc[key, "min"], lo_v)
+                    stats.loc[key, "max"] = max(stats.loc[key, "max"], hi_v)
+                    stats.loc[key, "count"] = max(stats.loc[key, "count"], 2)
     width = 0.8 / max(len(names), 1)
     x = np.arange(len(groups))
     for i, name in enumerate(names):
@@ -424,9 +436,11 @@ def plot_colloid_fig1(directory: Path) -> list[Path]:
     with_best = _with_best_case(rows)
     grouped_bars(axes[0, 0], with_best, "contention", "system", "throughput",
                  series_order=systems_of(list(with_best["system"]), summary), series_label=label,
-                 group_label=_contention_label,
+                 group_label=_contention_label, bounds=("throughput_min", "throughput_max"),
                  scale=1e-6, ylabel="throughput (Mops/s)", xlabel="memory interconnect contention")
-    axes[0, 0].set_title("GUPS throughput vs best case (Colloid Fig. 1)")
+    runs = summary.get("seeds") or [None]
+    axes[0, 0].set_title("GUPS throughput vs best case (Colloid Fig. 1)"
+                         + (f"\nmean of {len(runs)} runs, bars: min-max" if len(runs) > 1 else ""))
     written.append(save(fig, directory / "fig1_throughput.png"))
 
     lat_cols = tier_latency_columns(rows, summary)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.container import ErrorbarContainer
 
 from conftest import png_size
 from tiermem import plots
@@ -68,6 +69,19 @@ def test_colloid_fig1_repeated_runs_get_error_bars(tmp_path):
     d = write_summary(tmp_path, rows, "colloid-fig1")
     plots.plot("colloid-fig1", d)
     assert_png(d / "fig1_throughput.png", (800, 450))
+
+
+def test_grouped_bars_draw_a_summarised_rows_range():
+    # One row per bar that already summarises 3 runs (colloid-fig1 full): its min-max range.
+    frame = pd.DataFrame([
+        {"c": 0, "s": "a", "v": 10.0, "lo": 9.0, "hi": 12.0},
+        {"c": 0, "s": "b", "v": 20.0, "lo": float("nan"), "hi": float("nan")},
+    ])
+    fig, axes = plots.new_figure()
+    plots.grouped_bars(axes[0, 0], frame, "c", "s", "v", bounds=("lo", "hi"))
+    errs = [c for c in axes[0, 0].containers if isinstance(c, ErrorbarContainer)]
+    spans = [[seg[:, 1].tolist() for seg in c.lines[2][0].get_segments()] for c in errs]
+    assert np.allclose(spans, [[[9.0, 12.0]], [[20.0, 20.0]]])  # b: no range, a zero bar
 
 
 def test_colloid_fig5(tmp_path):

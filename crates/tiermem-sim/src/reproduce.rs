@@ -423,23 +423,39 @@ fn duration_for(system: &str, quick: bool) -> f64 {
     }
 }
 
+/// Fig. 1's runs per bar: "GUPS throughput averaged across 3 runs, with error bars showing
+/// the minimum and maximum values across the runs" (Colloid Fig. 1). Runs differ by seed:
+/// PEBS sampling, hint-fault draws and the migration order it leads to (the model's noise
+/// sources; nothing is added). Quick runs one.
+fn fig1_seeds(quick: bool) -> &'static [i64] {
+    if quick {
+        &[1]
+    } else {
+        &[1, 2, 3]
+    }
+}
+
 fn colloid_fig1(quick: bool) -> Result<Value> {
     // Steady-state throughput of the hot-first baselines at each contention level, and the
     // best static placement (Colloid Figs. 1–2).
     let origin = "experiments/colloid/gups-base.toml";
+    let seeds = fig1_seeds(quick);
     let mut jobs = Vec::new();
     for &system in BASELINES {
         for level in 0..=3u32 {
-            jobs.push((system, level));
+            for &seed in seeds {
+                jobs.push((system, level, seed));
+            }
         }
     }
     let runs = parallel_map(
         jobs,
-        |(system, level)| -> Result<(String, u32, runner::Steady)> {
+        |(system, level, seed)| -> Result<(String, u32, runner::Steady)> {
             let cfg = config_with(
                 COLLOID_GUPS_BASE,
                 origin,
                 &[
+                    ("seed", toml::Value::Integer(seed)),
                     ("policy.policy", toml::Value::String(system.into())),
                     ("antagonist", antagonist_at(level)),
                     (
@@ -456,21 +472,35 @@ fn colloid_fig1(quick: bool) -> Result<Value> {
             ))
         },
     );
+    let runs: Vec<(String, u32, runner::Steady)> = runs.into_iter().collect::<Result<_>>()?;
     let best = best_per_contention(&[])?;
     let share = |app: &[f64]| app.first().copied().unwrap_or(0.0);
     let mut rows = Vec::new();
-    for r in runs {
-        let (system, level, s) = r?;
-        let b = &best[level as usize];
-        rows.push(json!({
-            "system": system,
-            "contention": level,
-            "throughput": s.throughput_ops_per_s,
-            "best_case_throughput": b.eq.app_ops_per_s,
-            "default_tier_latency_ns": s.latency_ns[0],
-            "alternate_tier_latency_ns": s.latency_ns[1],
-            "default_tier_share": share(&s.app_share),
-        }));
+    for &system in BASELINES {
+        for level in 0..=3u32 {
+            let group: Vec<&runner::Steady> = runs
+                .iter()
+                .filter(|r| r.0 == system && r.1 == level)
+                .map(|r| &r.2)
+                .collect();
+            let n = group.len() as f64;
+            let mean =
+                |f: &dyn Fn(&runner::Steady) -> f64| group.iter().map(|s| f(s)).sum::<f64>() / n;
+            let tput: Vec<f64> = group.iter().map(|s| s.throughput_ops_per_s).collect();
+            let b = &best[level as usize];
+            rows.push(json!({
+                "system": system,
+                "contention": level,
+                "throughput": mean(&|s| s.throughput_ops_per_s),
+                "throughput_min": tput.iter().copied().fold(f64::INFINITY, f64::min),
+                "throughput_max": tput.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                "runs": group.len(),
+                "best_case_throughput": b.eq.app_ops_per_s,
+                "default_tier_latency_ns": mean(&|s| s.latency_ns[0]),
+                "alternate_tier_latency_ns": mean(&|s| s.latency_ns[1]),
+                "default_tier_share": mean(&|s| share(&s.app_share)),
+            }));
+        }
     }
     for (level, b) in best.iter().enumerate() {
         let total: f64 = b.eq.app_read_lines_per_s.iter().sum();
@@ -488,6 +518,7 @@ fn colloid_fig1(quick: bool) -> Result<Value> {
     Ok(json!({
         "experiment": "colloid-fig1",
         "quick": quick,
+        "seeds": seeds,
         "throughput_unit": "GUPS operations per second",
         "rows": rows,
     }))
