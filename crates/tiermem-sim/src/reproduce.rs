@@ -515,13 +515,13 @@ fn colloid_fig1(quick: bool) -> Result<Value> {
             "default_tier_mass": b.default_mass,
         }));
     }
-    Ok(json!({
+    Ok(with_oracle_gap(json!({
         "experiment": "colloid-fig1",
         "quick": quick,
         "seeds": seeds,
         "throughput_unit": "GUPS operations per second",
         "rows": rows,
-    }))
+    })))
 }
 
 fn colloid_on() -> toml::Value {
@@ -639,9 +639,9 @@ fn colloid_grid(quick: bool, experiment: &str) -> Result<Value> {
             "hot_set_default_share": b.hot_set_default_share,
         }));
     }
-    Ok(
+    Ok(with_oracle_gap(
         json!({"experiment": experiment, "quick": quick, "throughput_unit": "GUPS operations per second", "rows": rows}),
-    )
+    ))
 }
 
 #[derive(Clone, Copy)]
@@ -683,6 +683,15 @@ fn colloid_heatmap(quick: bool, axis: Axis) -> Result<Value> {
         Axis::AltLatency => "alt_latency_ratio",
         Axis::ObjectSize => "object_size",
     };
+    // The oracle per cell (issue 17: every reproduction reports each system against it).
+    let best: Vec<Vec<BestCase>> = parallel_map(values.clone(), |v| match axis {
+        Axis::AltLatency => best_per_contention(&[("machine.tiers", alt_latency_tiers(v))]),
+        Axis::ObjectSize => {
+            best_per_contention(&[("workload.object_size", toml::Value::Integer(v as i64))])
+        }
+    })
+    .into_iter()
+    .collect::<Result<_>>()?;
     let mut rows = Vec::new();
     for (system, v, level, colloid, s) in &runs {
         if *colloid {
@@ -693,6 +702,7 @@ fn colloid_heatmap(quick: bool, axis: Axis) -> Result<Value> {
             .find(|(s2, v2, l2, c2, _)| s2 == system && v2 == v && l2 == level && *c2)
             .map(|r| r.4.throughput_ops_per_s)
             .unwrap_or(f64::NAN);
+        let vi = values.iter().position(|x| x == v).expect("a swept value");
         rows.push(json!({
             "system": system,
             "contention": level,
@@ -700,9 +710,35 @@ fn colloid_heatmap(quick: bool, axis: Axis) -> Result<Value> {
             "throughput": s.throughput_ops_per_s,
             "colloid_throughput": with,
             "gain": with / s.throughput_ops_per_s,
+            "best_case_throughput": best[vi][*level as usize].eq.app_ops_per_s,
         }));
     }
-    Ok(json!({"experiment": name, "quick": quick, "rows": rows}))
+    Ok(with_oracle_gap(
+        json!({"experiment": name, "quick": quick, "rows": rows}),
+    ))
+}
+
+/// Adds `max_ratio_to_best_case`: the largest throughput (with or without Colloid) over the
+/// oracle's in any row that has one. Above 1 by more than the solver's tolerance, a policy
+/// beat the best placement the model allows: a bug (tests assert it never happens).
+fn with_oracle_gap(mut summary: Value) -> Value {
+    let mut most = f64::NEG_INFINITY;
+    if let Some(rows) = summary["rows"].as_array() {
+        for r in rows {
+            let Some(best) = r["best_case_throughput"].as_f64() else {
+                continue;
+            };
+            for k in ["throughput", "colloid_throughput"] {
+                if let Some(t) = r[k].as_f64() {
+                    most = most.max(t / best);
+                }
+            }
+        }
+    }
+    if most.is_finite() {
+        summary["max_ratio_to_best_case"] = json!(most);
+    }
+    summary
 }
 
 /// Colloid Fig. 11's application workloads (experiments/colloid/fig11-apps.toml).
@@ -744,6 +780,20 @@ fn colloid_fig11(quick: bool) -> Result<Value> {
             .map(|r| (app, system, level, colloid, r.steady.throughput_ops_per_s))
     });
     let runs: Vec<_> = runs.into_iter().collect::<Result<_>>()?;
+    // The oracle per app and contention level (every app here is stationary).
+    let best: Vec<(String, Vec<BestCase>)> =
+        parallel_map(fig11_apps()?, |(name, workload, third)| {
+            best_per_contention(&[
+                ("workload", workload),
+                (
+                    "machine.tiers[0].capacity",
+                    toml::Value::String(format!("{third}B")),
+                ),
+            ])
+            .map(|b| (name, b))
+        })
+        .into_iter()
+        .collect::<Result<_>>()?;
     let mut rows = Vec::new();
     for (app, system, level, colloid, without) in &runs {
         if *colloid {
@@ -753,6 +803,10 @@ fn colloid_fig11(quick: bool) -> Result<Value> {
             .iter()
             .find(|r| r.0 == *app && r.1 == *system && r.2 == *level && r.3)
             .map_or(f64::NAN, |r| r.4);
+        let oracle = best
+            .iter()
+            .find(|(name, _)| name == app)
+            .map_or(f64::NAN, |(_, b)| b[*level as usize].eq.app_ops_per_s);
         rows.push(json!({
             "app": app,
             "system": system,
@@ -760,9 +814,12 @@ fn colloid_fig11(quick: bool) -> Result<Value> {
             "throughput": without,
             "colloid_throughput": with,
             "gain": with / without,
+            "best_case_throughput": oracle,
         }));
     }
-    Ok(json!({"experiment": "colloid-fig11", "quick": quick, "rows": rows}))
+    Ok(with_oracle_gap(
+        json!({"experiment": "colloid-fig11", "quick": quick, "rows": rows}),
+    ))
 }
 
 /// Fig. 11's applications: name, workload, and the default tier's bytes (a third of the

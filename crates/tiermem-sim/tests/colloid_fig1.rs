@@ -161,3 +161,37 @@ fn no_system_beats_the_best_case_oracle_in_fig5() {
         );
     }
 }
+
+/// Figs. 7, 8 and 11 report each cell against the oracle of that cell's machine and
+/// workload, and no system, with or without Colloid, exceeds it (the quick runs; Fig. 5's
+/// test above covers Figs. 5 and 6). Skipped with TIERMEM_SKIP_E2E=1 (about 4 minutes).
+#[test]
+fn no_system_beats_the_oracle_in_figs_7_8_and_11() {
+    if std::env::var_os("TIERMEM_SKIP_E2E").is_some() {
+        return;
+    }
+    for experiment in ["colloid-fig7", "colloid-fig8", "colloid-fig11"] {
+        let dir = std::env::temp_dir().join(format!("tiermem-{experiment}-{}", std::process::id()));
+        let summary = tiermem_sim::reproduce::run(experiment, &dir, true).expect("runs");
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut most: f64 = 0.0;
+        for r in rows(&summary) {
+            let best = num(r, "best_case_throughput");
+            for k in ["throughput", "colloid_throughput"] {
+                let ratio = num(r, k) / best;
+                assert!(
+                    ratio <= 1.0 + 1e-6,
+                    "{experiment}: {k} beats the oracle: {r}"
+                );
+                most = most.max(ratio);
+            }
+        }
+        let reported = summary["max_ratio_to_best_case"]
+            .as_f64()
+            .expect("reported");
+        assert!(
+            (reported - most).abs() < 1e-12,
+            "{experiment}: {reported} vs {most}"
+        );
+    }
+}
