@@ -79,41 +79,57 @@ pub fn alone_local(cfg: &SimConfig, tenant: usize) -> Result<(f64, f64)> {
     Ok((te.avg_latency_ns[0], te.ops_per_s[0]))
 }
 
-/// Every tenant running together at full CPU with its hottest `local_bytes[t]` (backend
-/// bytes; at most its footprint) in the default tier and the rest in the next, whatever the
-/// default tier's capacity: per tenant, mean read latency (ns) and operations per second.
-/// With `u64::MAX` for all, what the tenants get when they contend for bandwidth only.
-pub fn together(cfg: &SimConfig, local_bytes: &[u64]) -> Result<Vec<(f64, f64)>> {
-    let b = SimBackend::new(&scratch(cfg, cfg.tenants.clone()))?;
-    let n_tiers = b.tier_specs().len();
-    let page = b.page_bytes();
-    let masses = (0..cfg.tenants.len())
-        .map(|t| {
-            let (_, prefix) = alone_backend(cfg, t)?;
-            let pages = ((local_bytes[t] / page) as usize).min(prefix.len() - 1);
-            Ok(two_tier_mass(n_tiers, prefix[pages]))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let (te, _) = b.solve_static(&masses, &vec![1.0; masses.len()]);
-    Ok((0..masses.len())
-        .map(|t| (te.avg_latency_ns[t], te.ops_per_s[t]))
-        .collect())
+/// Every tenant of a config running together at full CPU, each with its hottest pages in
+/// the default tier (whatever its capacity) and the rest in the next: the steady states
+/// Fig. 11's SLOs and slowdowns are measured from. Built once; each tenant's hotness prefix
+/// is the profiler's.
+pub struct Together {
+    backend: SimBackend,
+    prefixes: Vec<Vec<f64>>,
 }
 
-/// Each tenant's fair share of the default tier: its capacity split in proportion to the
-/// tenants' footprints (backend bytes).
-pub fn fair_shares(cfg: &SimConfig) -> Result<Vec<u64>> {
-    let b = SimBackend::new(&scratch(cfg, cfg.tenants.clone()))?;
-    let page = b.page_bytes();
-    let capacity = b.capacity_pages()[0] as f64;
-    let pages = (0..cfg.tenants.len())
-        .map(|t| Ok((alone_backend(cfg, t)?.1.len() - 1) as f64))
-        .collect::<Result<Vec<f64>>>()?;
-    let total: f64 = pages.iter().sum();
-    Ok(pages
-        .iter()
-        .map(|p| (capacity * p / total.max(1.0)).floor() as u64 * page)
-        .collect())
+impl Together {
+    pub fn new(cfg: &SimConfig) -> Result<Together> {
+        let backend = SimBackend::new(&scratch(cfg, cfg.tenants.clone()))?;
+        let prefixes = (0..cfg.tenants.len())
+            .map(|t| Ok(alone_backend(cfg, t)?.1))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Together { backend, prefixes })
+    }
+
+    /// Each tenant's fair share of the default tier: its capacity split in proportion to
+    /// the tenants' footprints (backend bytes).
+    pub fn fair_shares(&self) -> Vec<u64> {
+        let page = self.backend.page_bytes();
+        let capacity = self.backend.capacity_pages()[0] as f64;
+        let pages: Vec<f64> = self.prefixes.iter().map(|p| (p.len() - 1) as f64).collect();
+        let total: f64 = pages.iter().sum();
+        pages
+            .iter()
+            .map(|p| (capacity * p / total.max(1.0)).floor() as u64 * page)
+            .collect()
+    }
+
+    /// Per tenant, mean read latency (ns) and operations per second with its hottest
+    /// `local_bytes[t]` (backend bytes; at most its footprint) local. With `u64::MAX` for
+    /// all, what the tenants get when they contend for bandwidth only.
+    pub fn solve(&self, local_bytes: &[u64]) -> Vec<(f64, f64)> {
+        let n_tiers = self.backend.tier_specs().len();
+        let page = self.backend.page_bytes();
+        let masses: Vec<Vec<f64>> = self
+            .prefixes
+            .iter()
+            .zip(local_bytes)
+            .map(|(prefix, &bytes)| {
+                let pages = ((bytes / page) as usize).min(prefix.len() - 1);
+                two_tier_mass(n_tiers, prefix[pages])
+            })
+            .collect();
+        let (te, _) = self.backend.solve_static(&masses, &vec![1.0; masses.len()]);
+        (0..masses.len())
+            .map(|t| (te.avg_latency_ns[t], te.ops_per_s[t]))
+            .collect()
+    }
 }
 
 /// The profiler (§4.2): the tenant alone, from all memory local (as much as the default tier

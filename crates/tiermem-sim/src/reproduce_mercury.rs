@@ -551,8 +551,9 @@ pub fn fig11(quick: bool, out_dir: &Path) -> Result<Value> {
             let alone: Vec<(f64, f64)> = (0..probe.tenants.len())
                 .map(|t| crate::mercury::alone_local(&probe, t))
                 .collect::<Result<_>>()?;
-            let local = crate::mercury::together(&probe, &[u64::MAX; 2])?;
-            let fair = crate::mercury::together(&probe, &crate::mercury::fair_shares(&probe)?)?;
+            let together = crate::mercury::Together::new(&probe)?;
+            let local = together.solve(&[u64::MAX; 2]);
+            let fair = together.solve(&together.fair_shares());
             let slo = |t: usize| format!("{:.0}ns", fair[t].0.ceil());
             let (slo_bg, slo_fg) = (slo(0), slo(1));
             let managed = [

@@ -242,15 +242,16 @@ fn a_late_high_priority_ls_tenant_takes_local_memory_from_the_lowest_priority_fi
 fn fair_shares_split_the_default_tier_in_proportion_to_the_footprints() {
     // Fig. 13's tenants: 40, 40 and 20 GB on 40 GB of local memory (scaled by 0.1).
     let cfg = SimConfig::from_toml(MERCURY_FIG13_BASE, "fig13.toml").unwrap();
-    let shares = tiermem_sim::mercury::fair_shares(&cfg).unwrap();
+    let together = tiermem_sim::mercury::Together::new(&cfg).unwrap();
+    let shares = together.fair_shares();
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64 / 0.1;
     assert!((gib(shares[0]) - 16.0).abs() < 0.2, "{shares:?}");
     assert!((gib(shares[1]) - 16.0).abs() < 0.2, "{shares:?}");
     assert!((gib(shares[2]) - 8.0).abs() < 0.2, "{shares:?}");
     assert!(gib(shares.iter().sum()) <= 40.0);
     // More local memory never makes a tenant slower; all local is each one's best.
-    let fair = tiermem_sim::mercury::together(&cfg, &shares).unwrap();
-    let local = tiermem_sim::mercury::together(&cfg, &[u64::MAX; 3]).unwrap();
+    let fair = together.solve(&shares);
+    let local = together.solve(&[u64::MAX; 3]);
     for t in 0..3 {
         assert!(local[t].0 < fair[t].0, "tenant {t}: {local:?} vs {fair:?}");
     }
