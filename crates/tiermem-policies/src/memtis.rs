@@ -37,8 +37,8 @@
 //! clamps them to fixed page counts, which we omit to stay page-size agnostic).
 
 use crate::heat::{
-    capacity_pages, free_pages, gbps_to_bytes_per_quantum, mib_per_s_to_gbps, ms_to_ns,
-    in_default_tier, Budget, HeatModel, LivePages, SideCursors, FAST, SLOW,
+    capacity_pages, free_pages, gbps_to_bytes_per_quantum, in_default_tier, mib_per_s_to_gbps,
+    ms_to_ns, Budget, HeatModel, LivePages, SideCursors, FAST, SLOW,
 };
 use crate::registry::{PolicyEntry, PolicyParams};
 use crate::BuildContext;
@@ -210,11 +210,9 @@ impl PolicyParams for MemtisConfig {
 
 /// Histogram bin of a count: floor(log2(count)), 0 for 0 and 1, capped at 15.
 pub fn bin_of(count: u32) -> usize {
-    if count <= 1 {
-        0
-    } else {
-        ((31 - count.leading_zeros()) as usize).min(BINS - 1)
-    }
+    // floor(log2(max(count, 1))) without a branch: `count | 1` has the same top bit for
+    // count ≥ 2 and is 1 for counts 0 and 1 (a branch here mispredicted on cold pages).
+    ((31 - (count | 1).leading_zeros()) as usize).min(BINS - 1)
 }
 
 /// Count `n` samples down (no more than are left); true (and restart at `period`) when
@@ -339,6 +337,51 @@ impl Memtis {
                 self.adjust(max_hot, cooled);
             }
         }
+    }
+
+    /// The samples at the head of `events` that end no cooling or adaptation period,
+    /// counted as `on_samples` would count them; returns how many events it took (it stops
+    /// before the first sample that would end a period, which `on_samples` must take).
+    fn count_samples(&mut self, events: &[HeatEvent]) -> usize {
+        // Samples taken before the next period end: all but the last of the shorter period.
+        let room = self.to_cooling.min(self.to_adaptation) - 1;
+        let mut taken = 0u64;
+        let mut done = 0;
+        for e in events {
+            // Not a sample, no sample (`on_samples` of 0 does nothing) or past the pages.
+            let (page, count) = match *e {
+                HeatEvent::Sample { page, count, .. } if count > 0 => (page, count),
+                _ => {
+                    done += 1;
+                    continue;
+                }
+            };
+            let Some(c) = self.counts.get_mut(page as usize) else {
+                done += 1;
+                continue;
+            };
+            if taken + count as u64 > room {
+                break;
+            }
+            let old = *c;
+            let new = old.saturating_add(count);
+            *c = new;
+            if old == 0 {
+                self.live.insert(page);
+                self.hist[bin_of(new)] += 1;
+            } else if bin_of(old) != bin_of(new) {
+                self.hist[bin_of(old)] -= 1;
+                self.hist[bin_of(new)] += 1;
+            }
+            taken += count as u64;
+            done += 1;
+        }
+        // Integer sums below 2^53 are exact in f64: one add is the many `on_samples` makes.
+        self.total += taken as f64;
+        self.samples += taken;
+        self.to_cooling -= taken;
+        self.to_adaptation -= taken;
+        done
     }
 
     fn cool(&mut self, placement: &[TierId]) {
@@ -577,11 +620,20 @@ impl HeatModel for Memtis {
         }
         self.sync(snap);
         let max_hot = capacity_pages(snap, FAST).saturating_sub(self.promo_wm(snap));
-        for e in snap.events {
-            if let HeatEvent::Sample { page, count, .. } = *e {
-                if (page as usize) < self.counts.len() {
-                    self.on_samples(page as usize, count, max_hot, snap.placement);
+        // Between two period ends a sample only moves its page's count and bin, so the
+        // stretch before the next one is counted in a tight loop (`count_samples`) and
+        // `on_samples` takes the sample that ends a period: per sample, the same steps.
+        let mut events = snap.events;
+        while !events.is_empty() {
+            let counted = self.count_samples(events);
+            events = &events[counted..];
+            if let Some((e, rest)) = events.split_first() {
+                if let HeatEvent::Sample { page, count, .. } = *e {
+                    if (page as usize) < self.counts.len() {
+                        self.on_samples(page as usize, count, max_hot, snap.placement);
+                    }
                 }
+                events = rest;
             }
         }
         self.live.settle();
@@ -672,6 +724,72 @@ mod tests {
             adaptation_period_samples: adapt,
             ..MemtisConfig::default()
         }
+    }
+
+    #[test]
+    fn ingesting_a_quantum_counts_as_sample_by_sample() {
+        // Short periods so the stream crosses many cooling and adaptation ends; counts of
+        // 1-3 and a few events past the page space and of no sample.
+        let cfg = MemtisConfig {
+            adaptation_period_samples: 37,
+            cooling_period_samples: 101,
+            ..MemtisConfig::default()
+        };
+        let mut w = World::new(200, 50, 60, 400);
+        let mut rng = Lcg(9);
+        for i in 0..5000u64 {
+            let page = if i % 97 == 0 {
+                10_000
+            } else if rng.below(10) < 9 {
+                rng.below(40) as PageIdx
+            } else {
+                rng.below(200) as PageIdx
+            };
+            let count = if i % 211 == 0 {
+                0
+            } else {
+                1 + rng.below(3) as u32
+            };
+            w.events.push(HeatEvent::Sample {
+                page,
+                write: false,
+                count,
+            });
+        }
+        let mut whole = Memtis::new(cfg.clone());
+        whole.ingest(&w.snap());
+        // The reference: every event through `on_samples`, one at a time.
+        let mut single = Memtis::new(cfg);
+        let snap = w.snap();
+        single.counts.resize(snap.page_count(), 0);
+        single.sync(&snap);
+        let max_hot = capacity_pages(&snap, FAST).saturating_sub(single.promo_wm(&snap));
+        for e in snap.events {
+            if let HeatEvent::Sample { page, count, .. } = *e {
+                if (page as usize) < single.counts.len() {
+                    single.on_samples(page as usize, count, max_hot, snap.placement);
+                }
+            }
+        }
+        single.live.settle();
+        assert!(whole.coolings > 10, "the stream crosses coolings");
+        assert_eq!(whole.counts, single.counts);
+        assert_eq!(whole.hist, single.hist);
+        assert_eq!(whole.total, single.total);
+        assert_eq!(whole.samples, single.samples);
+        assert_eq!(whole.coolings, single.coolings);
+        assert_eq!(whole.active_threshold, single.active_threshold);
+        assert_eq!(whole.warm_threshold, single.warm_threshold);
+        assert_eq!(
+            (whole.to_cooling, whole.to_adaptation),
+            (single.to_cooling, single.to_adaptation)
+        );
+        let mut a: Vec<PageIdx> = whole.live.iter().collect();
+        let mut b: Vec<PageIdx> = single.live.iter().collect();
+        assert_eq!(a, b, "live pages in the same order");
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a.len(), whole.counts.iter().filter(|&&c| c > 0).count());
     }
 
     #[test]
@@ -1040,7 +1158,11 @@ mod tests {
             wc.apply(&pc);
             ws.apply(&ps);
         }
-        assert!(counted.coolings > 10 && moved > 0, "{} coolings", counted.coolings);
+        assert!(
+            counted.coolings > 10 && moved > 0,
+            "{} coolings",
+            counted.coolings
+        );
     }
 
     #[test]
@@ -1106,11 +1228,19 @@ mod tests {
                             .into_iter()
                             .filter(|&p| m.bin(p) >= min_bin)
                             .collect();
-                        assert_eq!(m.hottest(&snap, tier, min_bin), hot, "hottest: log {log}, round {round}");
+                        assert_eq!(
+                            m.hottest(&snap, tier, min_bin),
+                            hot,
+                            "hottest: log {log}, round {round}"
+                        );
                     }
                 }
             }
-            assert!(m.coolings > 5 && moves > 0, "coolings {} moves {moves}", m.coolings);
+            assert!(
+                m.coolings > 5 && moves > 0,
+                "coolings {} moves {moves}",
+                m.coolings
+            );
         }
     }
 }

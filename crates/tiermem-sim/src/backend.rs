@@ -7,7 +7,7 @@ use crate::config::{AntagonistConfig, SimConfig};
 use crate::latency::Curve;
 use crate::machine::{CoreModel, Demand, Equilibrium, Machine, TenantsEquilibrium, TierModel};
 use crate::tracker::{EpochContext, SimTracker};
-use crate::workload::{OpShape, Workload};
+use crate::workload::{Access, OpShape, Workload};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
@@ -76,7 +76,10 @@ pub fn hint_fault_rate(share: f64, touched_remote: f64) -> f64 {
 fn backing_media_ns(cfg: &SimConfig, t: &tiermem_core::TierConfig, codec: &CodecModel) -> f64 {
     let (Some(backing), Some(local)) = (
         t.backing_latency_ns,
-        cfg.machine.tiers.first().and_then(|t0| t0.unloaded_latency_ns),
+        cfg.machine
+            .tiers
+            .first()
+            .and_then(|t0| t0.unloaded_latency_ns),
     ) else {
         return 0.0;
     };
@@ -258,6 +261,8 @@ pub struct SimBackend {
     /// Per tier: the pool of a compressed tier, `None` for a memory tier.
     pools: Vec<Option<Pool>>,
     any_compressed: bool,
+    /// Scratch for a batch of sampled draws (`draw_samples`), kept to reuse its memory.
+    drawn: Vec<Access>,
     compressibility: Option<Compressibility>,
     /// Per tier, the service time of a fault from its pool (0 for memory tiers): the fixed
     /// fault cost, the decompression, and the backing medium's extra read time.
@@ -543,6 +548,7 @@ impl SimBackend {
             tenant_used: Vec::new(),
             controls: Controls::default(),
             any_compressed: pools.iter().any(Option::is_some),
+            drawn: Vec::new(),
             pools,
             compressibility: cfg
                 .page_compressibility
@@ -1412,9 +1418,26 @@ impl SimBackend {
             1.0
         };
         if self.tracker.samples_every_draw(mapped) {
-            for _ in 0..n {
-                self.draw_sampled(t, start);
+            if self.any_compressed {
+                for _ in 0..n {
+                    self.draw_sampled(t, start);
+                }
+                return;
             }
+            // Every draw is a sample (MEMTIS): in batches small enough to stay in cache.
+            const BATCH: u64 = 4096;
+            let mut drawn = std::mem::take(&mut self.drawn);
+            let mut left = n;
+            while left > 0 {
+                let b = left.min(BATCH);
+                drawn.clear();
+                self.loads[t]
+                    .workload
+                    .next_batch(&mut self.rng, b as usize, &mut drawn);
+                self.tracker.on_exact_accesses(start, &drawn);
+                left -= b;
+            }
+            self.drawn = drawn;
             return;
         }
         let mut drawn = 0;

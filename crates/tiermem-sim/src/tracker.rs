@@ -3,6 +3,7 @@
 //! workload is stationary, its exact per-page probabilities, so that time-to-fault and
 //! access bits are drawn exactly rather than from the thinned stream.
 
+use crate::workload::Access;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::cell::RefCell;
@@ -47,6 +48,44 @@ impl Pebs {
         if count > 0 {
             self.pending.push(HeatEvent::Sample { page, write, count });
         }
+    }
+
+    /// `on_access` for each of a batch, the counter kept in a register (through memory,
+    /// its add-compare-subtract chain was a third of the access path): the same arithmetic
+    /// in the same order, so the same samples.
+    fn on_accesses(&mut self, start: usize, accesses: &[Access]) {
+        let (per_access, period) = (self.per_access, self.period);
+        let mut counter = self.counter;
+        if per_access == period && counter == 0.0 {
+            // Each access is exactly one sample (MEMTIS: the backend shrinks a draw to one
+            // period) and the counter stays at 0 (0 + p - p is exact): one event each, by
+            // a sized `extend` with no chain through the counter.
+            self.pending
+                .extend(accesses.iter().map(|a| HeatEvent::Sample {
+                    page: (start + a.page as usize) as PageIdx,
+                    write: a.write,
+                    count: 1,
+                }));
+            return;
+        }
+        self.pending.reserve(accesses.len());
+        for a in accesses {
+            counter += per_access;
+            let mut count = 0;
+            while counter >= period {
+                counter -= period;
+                count += 1;
+            }
+            if count > 0 {
+                let page = (start + a.page as usize) as PageIdx;
+                self.pending.push(HeatEvent::Sample {
+                    page,
+                    write: a.write,
+                    count,
+                });
+            }
+        }
+        self.counter = counter;
     }
 
     /// Draws until the counter reaches the period: the `d`-th draw from now samples,
@@ -175,6 +214,18 @@ impl SimTracker {
         match self {
             SimTracker::Pebs(p) => p.on_access(page, write),
             SimTracker::Combined(ts) => ts.iter_mut().for_each(|t| t.on_exact_access(page, write)),
+            _ => {}
+        }
+    }
+
+    /// A batch of [`Self::on_exact_access`], the pages offset by `start` (a tenant's first
+    /// page): one dispatch per batch instead of one per access.
+    pub fn on_exact_accesses(&mut self, start: usize, accesses: &[Access]) {
+        match self {
+            SimTracker::Pebs(p) => p.on_accesses(start, accesses),
+            SimTracker::Combined(ts) => ts
+                .iter_mut()
+                .for_each(|t| t.on_exact_accesses(start, accesses)),
             _ => {}
         }
     }
@@ -587,6 +638,34 @@ mod tests {
                 _ => 0,
             })
             .sum()
+    }
+
+    #[test]
+    fn a_batch_of_exact_accesses_samples_what_one_at_a_time_does() {
+        // Periods below, at and above a draw's weight (the MEMTIS fast path is "at").
+        for (period, per_draw) in [(5000, 1000.0), (199, 199.0), (199, 1000.0), (300, 700.0)] {
+            let spec = TrackerSpec::Pebs {
+                sample_period: period,
+            };
+            let mut one = SimTracker::new(&spec, 64, per_draw, 1.0);
+            let mut batched = SimTracker::new(&spec, 64, per_draw, 1.0);
+            let accesses: Vec<Access> = (0..500u32)
+                .map(|i| Access {
+                    page: (i * 7) % 40,
+                    write: i % 3 == 0,
+                })
+                .collect();
+            for a in &accesses {
+                one.on_exact_access(a.page + 16, a.write);
+            }
+            batched.on_exact_accesses(16, &accesses[..123]);
+            batched.on_exact_accesses(16, &accesses[123..]);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            one.drain(&mut a);
+            batched.drain(&mut b);
+            assert!(!a.is_empty());
+            assert_eq!(a, b, "period {period}, {per_draw} accesses a draw");
+        }
     }
 
     #[test]

@@ -182,6 +182,42 @@ impl Workload for Gups {
             write: self.write.draw(rng),
         }
     }
+    /// `next`'s draws, in its order, with the generator and the hot set in registers (the
+    /// generator's state went through memory on every draw) and the hot-or-cold choice a
+    /// select of the range rather than a branch taken at random one time in ten.
+    fn next_batch(&mut self, rng: &mut SmallRng, n: usize, out: &mut Vec<Access>) {
+        let mut local = rng.clone();
+        let (threshold, hot_start, hot_len, all, write) = (
+            self.hot_threshold,
+            self.hot_start,
+            self.hot_len,
+            self.n,
+            self.write,
+        );
+        // Into slots made beforehand: no call in the loop for the state to escape to.
+        let first = out.len();
+        out.resize(
+            first + n,
+            Access {
+                page: 0,
+                write: false,
+            },
+        );
+        for slot in &mut out[first..] {
+            let r = local.next_u64();
+            let r2 = local.next_u64();
+            let (base, len) = if r < threshold {
+                (hot_start, hot_len)
+            } else {
+                (0, all)
+            };
+            *slot = Access {
+                page: base + index_from(r2, len),
+                write: write.draw(&mut local),
+            };
+        }
+        *rng = local;
+    }
     fn hot_pages(&self) -> Option<Vec<PageIdx>> {
         Some((self.hot_start..self.hot_start + self.hot_len).collect())
     }
@@ -201,6 +237,32 @@ mod tests {
             write_fraction: 1.0,
             move_at_ns: Some(1_000),
             seed: 3,
+        }
+    }
+
+    #[test]
+    fn a_batch_draws_what_as_many_nexts_draw() {
+        for write_fraction in [0.0, 0.3, 1.0] {
+            let spec = GupsSpec {
+                write_fraction,
+                ..spec(3000, 1000)
+            };
+            let (mut one, mut batched) = (Gups::new(&spec), Gups::new(&spec));
+            let (mut r1, mut r2) = (SmallRng::seed_from_u64(5), SmallRng::seed_from_u64(5));
+            let singles: Vec<Access> = (0..1000).map(|_| one.next(&mut r1)).collect();
+            let mut batch = vec![Access {
+                page: 7,
+                write: true,
+            }];
+            batched.next_batch(&mut r2, 999, &mut batch);
+            batched.next_batch(&mut r2, 1, &mut batch);
+            assert_eq!(batch[0].page, 7, "appends, keeping what was there");
+            assert_eq!(&batch[1..], &singles[..], "write fraction {write_fraction}");
+            assert_eq!(
+                r1.next_u64(),
+                r2.next_u64(),
+                "the generator ends where it would"
+            );
         }
     }
 

@@ -63,6 +63,17 @@ pub trait Workload: Send {
     fn probabilities(&self) -> Option<&[f64]>;
     /// The next operation.
     fn next(&mut self, rng: &mut SmallRng) -> Access;
+    /// The next `n` operations, appended to `out` in order: the same draws as `n` calls of
+    /// `next`. The backend's sampled access path takes them a batch at a time (a call per
+    /// access through the trait object was a sixth of a MEMTIS run, whose every access is
+    /// a PEBS sample); a workload whose `next` is cheap overrides it with a loop the
+    /// compiler can inline.
+    fn next_batch(&mut self, rng: &mut SmallRng, n: usize, out: &mut Vec<Access>) {
+        out.reserve(n);
+        for _ in 0..n {
+            out.push(self.next(rng));
+        }
+    }
     /// A finite trace that has been fully replayed (and does not loop).
     fn finished(&self) -> bool {
         false
