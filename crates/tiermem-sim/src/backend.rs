@@ -1425,11 +1425,10 @@ impl SimBackend {
                 return;
             }
             // Every draw is a sample (MEMTIS): in batches small enough to stay in cache.
-            const BATCH: u64 = 4096;
             let mut drawn = std::mem::take(&mut self.drawn);
             let mut left = n;
             while left > 0 {
-                let b = left.min(BATCH);
+                let b = left.min(SAMPLE_BATCH);
                 drawn.clear();
                 self.loads[t]
                     .workload
@@ -1439,6 +1438,25 @@ impl SimBackend {
             }
             self.drawn = drawn;
             return;
+        }
+        if !self.any_compressed && self.loads[t].workload.skip_is_nothing() {
+            if let Some(k) = self.tracker.take_sampled_draws(n) {
+                // The same samples as draw by draw (see `take_sampled_draws`), and the same
+                // draws: passing the others takes nothing from the generator.
+                let mut drawn = std::mem::take(&mut self.drawn);
+                let mut left = k;
+                while left > 0 {
+                    let b = left.min(SAMPLE_BATCH);
+                    drawn.clear();
+                    self.loads[t]
+                        .workload
+                        .next_batch(&mut self.rng, b as usize, &mut drawn);
+                    self.tracker.on_sampled(start, &drawn);
+                    left -= b;
+                }
+                self.drawn = drawn;
+                return;
+            }
         }
         let mut drawn = 0;
         while drawn < n {
@@ -1554,6 +1572,10 @@ impl SimBackend {
 /// The largest share of a quantum a synchronous migration keeps the cores waiting (the
 /// rest of the wait carries over): just under 1, so that the fixed point stays regular.
 const SYNC_STALL_MAX: f64 = 0.999;
+
+/// Sampled draws are made this many at a time (`draw_samples`): 32 KiB of accesses, in
+/// the first-level cache.
+const SAMPLE_BATCH: u64 = 4096;
 
 /// The smallest PEBS sample period in a tracker spec.
 fn pebs_period(spec: &TrackerSpec) -> Option<u64> {

@@ -218,6 +218,44 @@ impl SimTracker {
         }
     }
 
+    /// How many of the next `n` draws of full weight PEBS samples, counted in one step,
+    /// when one step is exactly what draw-by-draw counting does: a lone PEBS tracker whose
+    /// period and per-draw weight are whole numbers (below 2^40), a draw shorter than a
+    /// period, and a whole-number counter. Then every `f64` operation of the draw-by-draw
+    /// path (`draws_to_next_sample`, `skip_draws`, `on_access`) is exact integer arithmetic,
+    /// and its samples are `(counter + n * weight) / period` with the remainder left in
+    /// the counter; each is one sample of one draw. `None` otherwise (count draw by draw).
+    /// The caller then draws that many accesses and hands them to [`Self::on_sampled`].
+    pub fn take_sampled_draws(&mut self, n: u64) -> Option<u64> {
+        let SimTracker::Pebs(p) = self else {
+            return None;
+        };
+        const EXACT: f64 = (1u64 << 40) as f64;
+        let whole = |x: f64| (0.0..EXACT).contains(&x) && x.fract() == 0.0;
+        if !(whole(p.per_access) && whole(p.period) && whole(p.counter))
+            || p.per_access >= p.period
+            || n >= 1 << 20
+        {
+            return None;
+        }
+        let (step, period) = (p.per_access as u64, p.period as u64);
+        let total = p.counter as u64 + n * step;
+        p.counter = (total % period) as f64;
+        Some(total / period)
+    }
+
+    /// The draws [`Self::take_sampled_draws`] counted as sampled: one sample each, the pages
+    /// offset by `start`.
+    pub fn on_sampled(&mut self, start: usize, accesses: &[Access]) {
+        if let SimTracker::Pebs(p) = self {
+            p.pending.extend(accesses.iter().map(|a| HeatEvent::Sample {
+                page: (start + a.page as usize) as PageIdx,
+                write: a.write,
+                count: 1,
+            }));
+        }
+    }
+
     /// A batch of [`Self::on_exact_access`], the pages offset by `start` (a tenant's first
     /// page): one dispatch per batch instead of one per access.
     pub fn on_exact_accesses(&mut self, start: usize, accesses: &[Access]) {
@@ -638,6 +676,66 @@ mod tests {
                 _ => 0,
             })
             .sum()
+    }
+
+    #[test]
+    fn sampled_draws_counted_at_once_are_those_of_draw_by_draw() {
+        // HeMem's period against 1000 accesses a draw, a period just above a draw, and one
+        // that is not a whole number (counted draw by draw: `None`).
+        for (period, per_draw, exact) in [
+            (19997, 1000.0, true),
+            (1001, 1000.0, true),
+            (5000, 333.5, false),
+        ] {
+            let spec = TrackerSpec::Pebs {
+                sample_period: period,
+            };
+            let mut by_draw = SimTracker::new(&spec, 64, per_draw, 1.0);
+            let mut at_once = SimTracker::new(&spec, 64, per_draw, 1.0);
+            let mut page = 0u32;
+            let mut next = || {
+                page = (page * 13 + 5) % 64;
+                Access {
+                    page,
+                    write: page & 1 == 0,
+                }
+            };
+            for n in [0u64, 1, 7, 19, 20, 21, 400, 3, 9999] {
+                // The backend's draw-by-draw loop over `n` draws of full weight.
+                let mut sampled = Vec::new();
+                let mut drawn = 0;
+                while drawn < n {
+                    match by_draw.draws_to_next_sample(1.0) {
+                        Some(d) if d <= n - drawn => {
+                            by_draw.skip_draws(d - 1, 1.0);
+                            drawn += d;
+                            let a = next();
+                            by_draw.on_exact_access(a.page, a.write);
+                            sampled.push(a);
+                        }
+                        _ => {
+                            by_draw.skip_draws(n - drawn, 1.0);
+                            drawn = n;
+                        }
+                    }
+                }
+                match at_once.take_sampled_draws(n) {
+                    Some(k) => {
+                        assert!(exact, "period {period}");
+                        assert_eq!(k as usize, sampled.len(), "period {period}, {n} draws");
+                        at_once.on_sampled(0, &sampled);
+                    }
+                    None => {
+                        assert!(!exact, "period {period}");
+                        break;
+                    }
+                }
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                by_draw.drain(&mut a);
+                at_once.drain(&mut b);
+                assert_eq!(a, b, "period {period}, {n} draws");
+            }
+        }
     }
 
     #[test]

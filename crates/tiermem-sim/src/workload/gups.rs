@@ -168,6 +168,9 @@ impl Workload for Gups {
     }
     /// Draws are independent and change nothing: passing them is drawing none.
     fn skip(&mut self, _n: u64, _rng: &mut SmallRng) {}
+    fn skip_is_nothing(&self) -> bool {
+        true
+    }
     #[inline]
     fn next(&mut self, rng: &mut SmallRng) -> Access {
         let r = rng.next_u64();

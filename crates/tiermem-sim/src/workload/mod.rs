@@ -108,6 +108,11 @@ pub trait Workload: Send {
             self.next(rng);
         }
     }
+    /// Whether `skip` changes nothing (no draw from the generator, no count): then skipping
+    /// and drawing need not alternate, and the backend draws an epoch's samples at once.
+    fn skip_is_nothing(&self) -> bool {
+        false
+    }
 }
 
 /// `floor(r * n / 2^64)`: a uniform index in `0..n` from one 64-bit draw (Lemire's

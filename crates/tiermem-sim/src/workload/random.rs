@@ -48,6 +48,9 @@ impl Workload for RandomUniform {
     }
     /// Draws are independent and change nothing: passing them is drawing none.
     fn skip(&mut self, _n: u64, _rng: &mut SmallRng) {}
+    fn skip_is_nothing(&self) -> bool {
+        true
+    }
     #[inline]
     fn next(&mut self, rng: &mut SmallRng) -> Access {
         let page = index_from(rng.next_u64(), self.n);

@@ -65,6 +65,9 @@ impl Workload for Weighted {
     }
     /// Draws are independent and change nothing: passing them is drawing none.
     fn skip(&mut self, _n: u64, _rng: &mut SmallRng) {}
+    fn skip_is_nothing(&self) -> bool {
+        true
+    }
     #[inline]
     fn next(&mut self, rng: &mut SmallRng) -> Access {
         let g = self.groups.sample(rng);
