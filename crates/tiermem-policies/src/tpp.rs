@@ -58,10 +58,10 @@
 use crate::heat::{
     capacity_pages, free_pages, in_default_tier, ms_to_ns, HeatModel, SideCursors, FAST, SLOW,
 };
-use std::collections::BTreeSet;
 use crate::registry::{PolicyEntry, PolicyParams};
 use crate::BuildContext;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use tiermem_core::config::{check_range, invalid, join, Validate};
 use tiermem_core::{HeatEvent, PageIdx, Plan, Policy, Result, Snapshot, TierId, TrackerSpec, MIB};
 
@@ -366,14 +366,23 @@ impl Tpp {
         } else {
             0
         };
-        (rate, self.last_seen_ns.get(i).copied().unwrap_or(NEVER), page)
+        (
+            rate,
+            self.last_seen_ns.get(i).copied().unwrap_or(NEVER),
+            page,
+        )
     }
 
-    /// Take a seen page off the list before its key changes.
-    fn unlist(&mut self, page: usize) {
+    /// Take a seen page off the list before its key changes. Synced, the key is on the
+    /// side `placement` says (`sync` and `relist` keep it there); else on either.
+    fn unlist(&mut self, page: usize, placement: &[TierId]) {
         if self.last_seen_ns[page] != NEVER {
             let key = self.lru_key(page as PageIdx);
-            if !self.seen[0].remove(&key) {
+            if self.synced {
+                let side = in_default_tier(placement, page as PageIdx) as usize;
+                let found = self.seen[side].remove(&key);
+                debug_assert!(found, "page {page} not on its side");
+            } else if !self.seen[0].remove(&key) {
                 self.seen[1].remove(&key);
             }
         }
@@ -448,7 +457,12 @@ impl Tpp {
     }
 
     fn touch(&mut self, page: usize, now_ns: u64, placement: &[TierId]) {
-        self.unlist(page);
+        self.unlist(page, placement);
+        self.touch_unlisted(page, now_ns, placement);
+    }
+
+    /// `touch` of a page already taken off the list (its key changed since).
+    fn touch_unlisted(&mut self, page: usize, now_ns: u64, placement: &[TierId]) {
         // +1 so that a page seen at t = 0 is more recent than one never seen.
         self.last_seen_ns[page] = now_ns + 1;
         self.relist(page, placement);
@@ -591,10 +605,12 @@ impl HeatModel for Tpp {
                         continue;
                     }
                     let r = (1e9 / time_to_fault_ns.max(1.0)) as f32;
-                    self.unlist(i);
+                    self.unlist(i, snap.placement);
                     self.total_rate += r as f64 - self.rate[i] as f64;
                     self.rate[i] = r;
-                    self.touch(i, now, snap.placement);
+                    // Off the list already: `touch` would look for it twice more in vain
+                    // (two failed searches per fault were a third of a TPP run).
+                    self.touch_unlisted(i, now, snap.placement);
                     if snap.placement[i] == FAST {
                         continue; // only seen when a layer also scans the default tier
                     }
@@ -663,7 +679,13 @@ impl HeatModel for Tpp {
         let wanted = |k: &&LruKey| in_default_tier(placement, k.2) == fast && exactly(k.2);
         let left = n.saturating_sub(out.len());
         if self.synced {
-            out.extend(self.seen[fast as usize].iter().filter(wanted).take(left).map(|k| k.2));
+            out.extend(
+                self.seen[fast as usize]
+                    .iter()
+                    .filter(wanted)
+                    .take(left)
+                    .map(|k| k.2),
+            );
         } else {
             // Stale sides (no log): both sets, in key order.
             let mut v: Vec<LruKey> = self.seen.iter().flatten().filter(wanted).copied().collect();
