@@ -1424,37 +1424,15 @@ impl SimBackend {
                 }
                 return;
             }
-            // Every draw is a sample (MEMTIS): in batches small enough to stay in cache.
-            let mut drawn = std::mem::take(&mut self.drawn);
-            let mut left = n;
-            while left > 0 {
-                let b = left.min(SAMPLE_BATCH);
-                drawn.clear();
-                self.loads[t]
-                    .workload
-                    .next_batch(&mut self.rng, b as usize, &mut drawn);
-                self.tracker.on_exact_accesses(start, &drawn);
-                left -= b;
-            }
-            self.drawn = drawn;
+            // Every draw is a sample (MEMTIS).
+            self.draw_in_batches(t, n, SimTracker::on_exact_accesses);
             return;
         }
         if !self.any_compressed && self.loads[t].workload.skip_is_nothing() {
             if let Some(k) = self.tracker.take_sampled_draws(n) {
                 // The same samples as draw by draw (see `take_sampled_draws`), and the same
                 // draws: passing the others takes nothing from the generator.
-                let mut drawn = std::mem::take(&mut self.drawn);
-                let mut left = k;
-                while left > 0 {
-                    let b = left.min(SAMPLE_BATCH);
-                    drawn.clear();
-                    self.loads[t]
-                        .workload
-                        .next_batch(&mut self.rng, b as usize, &mut drawn);
-                    self.tracker.on_sampled(start, &drawn);
-                    left -= b;
-                }
-                self.drawn = drawn;
+                self.draw_in_batches(t, k, SimTracker::on_sampled);
                 return;
             }
         }
@@ -1476,6 +1454,29 @@ impl SimBackend {
             drawn += d;
             self.draw_sampled(t, start);
         }
+    }
+
+    /// `n` draws of tenant `t`'s workload, handed to the tracker by `deliver` (with the
+    /// tenant's first page) in batches small enough to stay in cache.
+    fn draw_in_batches(
+        &mut self,
+        t: usize,
+        n: u64,
+        deliver: fn(&mut SimTracker, usize, &[Access]),
+    ) {
+        let start = self.loads[t].start;
+        let mut drawn = std::mem::take(&mut self.drawn);
+        let mut left = n;
+        while left > 0 {
+            let b = left.min(SAMPLE_BATCH);
+            drawn.clear();
+            self.loads[t]
+                .workload
+                .next_batch(&mut self.rng, b as usize, &mut drawn);
+            deliver(&mut self.tracker, start, &drawn);
+            left -= b;
+        }
+        self.drawn = drawn;
     }
 
     /// One draw PEBS samples (`draw_samples`); an access to a compressed page is no load.
