@@ -50,6 +50,16 @@ impl Pebs {
         }
     }
 
+    /// One sample of each access, the pages offset by `start`.
+    fn push_one_sample_each(&mut self, start: usize, accesses: &[Access]) {
+        self.pending
+            .extend(accesses.iter().map(|a| HeatEvent::Sample {
+                page: (start + a.page as usize) as PageIdx,
+                write: a.write,
+                count: 1,
+            }));
+    }
+
     /// `on_access` for each of a batch, the counter kept in a register (through memory,
     /// its add-compare-subtract chain was a third of the access path): the same arithmetic
     /// in the same order, so the same samples.
@@ -60,12 +70,7 @@ impl Pebs {
             // Each access is exactly one sample (MEMTIS: the backend shrinks a draw to one
             // period) and the counter stays at 0 (0 + p - p is exact): one event each, by
             // a sized `extend` with no chain through the counter.
-            self.pending
-                .extend(accesses.iter().map(|a| HeatEvent::Sample {
-                    page: (start + a.page as usize) as PageIdx,
-                    write: a.write,
-                    count: 1,
-                }));
+            self.push_one_sample_each(start, accesses);
             return;
         }
         self.pending.reserve(accesses.len());
@@ -248,11 +253,7 @@ impl SimTracker {
     /// offset by `start`.
     pub fn on_sampled(&mut self, start: usize, accesses: &[Access]) {
         if let SimTracker::Pebs(p) = self {
-            p.pending.extend(accesses.iter().map(|a| HeatEvent::Sample {
-                page: (start + a.page as usize) as PageIdx,
-                write: a.write,
-                count: 1,
-            }));
+            p.push_one_sample_each(start, accesses);
         }
     }
 
