@@ -124,7 +124,11 @@ impl<B: HeatModel> Colloid<B> {
     }
 
     fn bin_of(&self, heat: f64) -> usize {
-        let ceiling = self.base.heat_ceiling().max(1e-9);
+        self.bin_under(heat, self.base.heat_ceiling().max(1e-9))
+    }
+
+    /// `bin_of` with the ceiling given (read once for a pass over many pages).
+    fn bin_under(&self, heat: f64, ceiling: f64) -> usize {
         ((heat / ceiling * self.bins as f64) as usize).min(self.bins - 1)
     }
 
@@ -139,14 +143,13 @@ impl<B: HeatModel> Colloid<B> {
     ) -> Vec<PageIdx> {
         let mut bins: Vec<Vec<PageIdx>> = vec![Vec::new(); self.bins];
         let hot_only = self.base.colloid_hot_list_only();
-        // `bin_of` with the ceiling read once (a call per page was a tenth of a run).
+        // The ceiling read once (a call per page was a tenth of a run).
         let ceiling = self.base.heat_ceiling().max(1e-9);
-        let top = self.bins - 1;
         let mut consider = |page: PageIdx| {
             if snap.placement.get(page as usize) != Some(&from) {
                 return;
             }
-            let b = ((self.base.heat(page) / ceiling * self.bins as f64) as usize).min(top);
+            let b = self.bin_under(self.base.heat(page), ceiling);
             // Cold pages (lowest bin, not hot to the base) are not Colloid's to move: they
             // shift p by nothing. MEMTIS+Colloid scans only the hot lists (§4.2): its
             // default-tier thread would send any cold page straight back.
