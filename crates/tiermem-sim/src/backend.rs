@@ -183,8 +183,8 @@ struct TenantLoad {
     /// Migration operations on its pages (one per applied move, whatever its size) not
     /// yet charged: each stops its cores for a TLB shootdown.
     pending_mig_ops: f64,
-    /// `migration.synchronous`: migration time its cores still have to wait for (carried
-    /// over quanta until served).
+    /// `migration.synchronous` or `threads_on_app_cores`: migration time its cores still
+    /// have to give (carried over quanta until served).
     pending_sync_ns: f64,
     /// Fault service time (ns of its cores' time) not yet charged to an epoch.
     fault_carry_ns: f64,
@@ -246,6 +246,8 @@ pub struct SimBackend {
     mig_debt_ns: f64,
     /// `migration.synchronous`: the application waits for each migration operation.
     synchronous: bool,
+    /// `migration.threads_on_app_cores`: the threads' time comes out of the application's.
+    threads_on_app_cores: bool,
     quantum: Accum,
     interval: Accum,
     interval_mig_bytes: f64,
@@ -532,11 +534,12 @@ impl SimBackend {
             last_quantum_ns: 10_000_000,
             per_op_ns: m.migration.per_page_ns + m.migration.shootdown_wait_ns,
             copy_bytes_per_s: m.migration.copy_gbps * 1e9,
-            mig_threads: m.migration.threads,
+            mig_threads: m.migration.threads * thread_core_share(m),
             shootdown_ns: m.migration.shootdown_ns,
             copy_factor,
             mig_debt_ns: 0.0,
             synchronous: m.migration.synchronous,
+            threads_on_app_cores: m.migration.threads_on_app_cores,
             quantum: Accum::new(n),
             interval: Accum::new(n),
             interval_mig_bytes: 0.0,
@@ -1570,6 +1573,18 @@ impl SimBackend {
     }
 }
 
+/// The share of a core each migration thread runs: all of one, or with
+/// `threads_on_app_cores` an equal share beside the application's runnable threads.
+fn thread_core_share(m: &crate::config::MachineConfig) -> f64 {
+    let mg = &m.migration;
+    if !mg.threads_on_app_cores {
+        return 1.0;
+    }
+    let cores = m.app_cores;
+    let app_threads = mg.app_threads.unwrap_or(cores);
+    (cores / (app_threads + mg.threads)).min(1.0)
+}
+
 /// The largest share of a quantum a synchronous migration keeps the cores waiting (the
 /// rest of the wait carries over): just under 1, so that the fixed point stays regular.
 const SYNC_STALL_MAX: f64 = 0.999;
@@ -1695,7 +1710,9 @@ impl Backend for SimBackend {
         // A migration's TLB shootdown stops the cores of the tenant whose pages moved.
         // Synchronous migration: the cores wait for every operation in full, the wait carried
         // into the next quanta when it exceeds one.
+        // Threads on the application's cores: each busy thread holds one of its cores.
         let sync = self.synchronous;
+        let shared = self.threads_on_app_cores;
         let stall: Vec<f64> = self
             .loads
             .iter_mut()
@@ -1706,7 +1723,17 @@ impl Backend for SimBackend {
                     l.pending_sync_ns -= f * dt as f64;
                     return f;
                 }
-                (std::mem::take(&mut l.pending_mig_ops) * self.shootdown_ns / dt as f64).min(0.9)
+                let shootdowns = std::mem::take(&mut l.pending_mig_ops) * self.shootdown_ns;
+                let mut f = shootdowns / dt as f64;
+                if shared {
+                    // The threads run at most their share of the quantum.
+                    let busy = l.pending_sync_ns.min(self.mig_threads * dt as f64);
+                    l.pending_sync_ns -= busy;
+                    f += busy / (dt as f64 * l.cores.max(1e-9));
+                } else {
+                    l.pending_sync_ns = 0.0;
+                }
+                f.min(0.9)
             })
             .collect();
         self.pending_mig_read.iter_mut().for_each(|b| *b = 0.0);

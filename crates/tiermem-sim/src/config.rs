@@ -174,6 +174,18 @@ pub struct MigrationConfig {
     /// migration threads copy alongside the application.
     #[serde(default)]
     pub synchronous: bool,
+    /// The migration threads run on the application's cores: their time on each
+    /// operation (software, shootdown wait, copy) is taken from the cores of the tenant
+    /// whose pages moved, one core per busy thread, carried into later quanta when it is
+    /// longer than one. Default off: the threads have cores of their own.
+    #[serde(default)]
+    pub threads_on_app_cores: bool,
+    /// With `threads_on_app_cores`: the application's runnable threads on those cores. The
+    /// scheduler gives every runnable thread an equal share (CFS, equal weights), so a
+    /// migration thread runs `app cores / (app_threads + threads)` of a core. Default: one
+    /// application thread per core.
+    #[serde(default)]
+    pub app_threads: Option<f64>,
 }
 
 impl Default for MigrationConfig {
@@ -186,6 +198,8 @@ impl Default for MigrationConfig {
             shootdown_wait_ns: 0.0,
             copy_scales_with_latency: false,
             synchronous: false,
+            threads_on_app_cores: false,
+            app_threads: None,
         }
     }
 }
@@ -594,6 +608,9 @@ impl Validate for MachineConfig {
         )?;
         check_range(&join(&m, "copy_gbps"), self.migration.copy_gbps, 0.001, 1e4)?;
         check_range(&join(&m, "threads"), self.migration.threads, 0.01, 1024.0)?;
+        if let Some(t) = self.migration.app_threads {
+            check_range(&join(&m, "app_threads"), t, 0.01, 1e6)?;
+        }
         check_range(
             &join(&m, "shootdown_ns"),
             self.migration.shootdown_ns,
