@@ -183,9 +183,9 @@ struct TenantLoad {
     /// Migration operations on its pages (one per applied move, whatever its size) not
     /// yet charged: each stops its cores for a TLB shootdown.
     pending_mig_ops: f64,
-    /// `migration.synchronous` or `threads_on_app_cores`: migration time its cores still
-    /// have to give (carried over quanta until served).
-    pending_sync_ns: f64,
+    /// Migration time its cores still owe (`MigrationCharge::Synchronous` or
+    /// `ThreadsOnAppCores`; carried over quanta until served).
+    owed_core_ns: f64,
     /// Fault service time (ns of its cores' time) not yet charged to an epoch.
     fault_carry_ns: f64,
     /// Per tier: the access probability of its stuck compressed pages.
@@ -244,10 +244,8 @@ pub struct SimBackend {
     copy_factor: Vec<f64>,
     /// Migration-thread time owed by a move that outlasted its quantum.
     mig_debt_ns: f64,
-    /// `migration.synchronous`: the application waits for each migration operation.
-    synchronous: bool,
-    /// `migration.threads_on_app_cores`: the threads' time comes out of the application's.
-    threads_on_app_cores: bool,
+    /// What a migration operation costs the application's cores.
+    charge: MigrationCharge,
     quantum: Accum,
     interval: Accum,
     interval_mig_bytes: f64,
@@ -487,7 +485,7 @@ impl SimBackend {
                 sample_carry: 0.0,
                 ops_per_s: 0.0,
                 pending_mig_ops: 0.0,
-                pending_sync_ns: 0.0,
+                owed_core_ns: 0.0,
                 fault_carry_ns: 0.0,
                 stuck_mass: vec![0.0; n],
             });
@@ -538,8 +536,7 @@ impl SimBackend {
             shootdown_ns: m.migration.shootdown_ns,
             copy_factor,
             mig_debt_ns: 0.0,
-            synchronous: m.migration.synchronous,
-            threads_on_app_cores: m.migration.threads_on_app_cores,
+            charge: MigrationCharge::of(&m.migration),
             quantum: Accum::new(n),
             interval: Accum::new(n),
             interval_mig_bytes: 0.0,
@@ -1573,6 +1570,29 @@ impl SimBackend {
     }
 }
 
+/// What a migration operation costs the application's cores (`[machine.migration]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MigrationCharge {
+    /// The threads have cores of their own: each operation's shootdown interrupt.
+    Interrupt,
+    /// `threads_on_app_cores`: the interrupt, and the threads' time on the operation.
+    ThreadsOnAppCores,
+    /// `synchronous`: the whole operation, waited for.
+    Synchronous,
+}
+
+impl MigrationCharge {
+    fn of(m: &crate::config::MigrationConfig) -> MigrationCharge {
+        if m.synchronous {
+            MigrationCharge::Synchronous
+        } else if m.threads_on_app_cores {
+            MigrationCharge::ThreadsOnAppCores
+        } else {
+            MigrationCharge::Interrupt
+        }
+    }
+}
+
 /// The share of a core each migration thread runs: all of one, or with
 /// `threads_on_app_cores` an equal share beside the application's runnable threads.
 fn thread_core_share(m: &crate::config::MachineConfig) -> f64 {
@@ -1709,31 +1729,29 @@ impl Backend for SimBackend {
         let mig_write: Vec<f64> = self.pending_mig_write.iter().map(|b| b / dt_s).collect();
         // A migration's TLB shootdown stops the cores of the tenant whose pages moved.
         // Synchronous migration: the cores wait for every operation in full, the wait carried
-        // into the next quanta when it exceeds one.
-        // Threads on the application's cores: each busy thread holds one of its cores.
-        let sync = self.synchronous;
-        let shared = self.threads_on_app_cores;
+        // into the next quanta when it exceeds one. Threads on the application's cores: each
+        // busy thread holds one of them, at most its share of the quantum.
+        let (charge, shootdown_ns, mig_threads) =
+            (self.charge, self.shootdown_ns, self.mig_threads);
+        let dt_ns = dt as f64;
         let stall: Vec<f64> = self
             .loads
             .iter_mut()
             .map(|l| {
-                if sync {
-                    l.pending_mig_ops = 0.0;
-                    let f = (l.pending_sync_ns / dt as f64).min(SYNC_STALL_MAX);
-                    l.pending_sync_ns -= f * dt as f64;
-                    return f;
+                let shootdowns = std::mem::take(&mut l.pending_mig_ops) * shootdown_ns;
+                match charge {
+                    MigrationCharge::Synchronous => {
+                        let f = (l.owed_core_ns / dt_ns).min(SYNC_STALL_MAX);
+                        l.owed_core_ns -= f * dt_ns;
+                        f
+                    }
+                    MigrationCharge::ThreadsOnAppCores => {
+                        let busy = l.owed_core_ns.min(mig_threads * dt_ns);
+                        l.owed_core_ns -= busy;
+                        (shootdowns / dt_ns + busy / (dt_ns * l.cores.max(1e-9))).min(0.9)
+                    }
+                    MigrationCharge::Interrupt => (shootdowns / dt_ns).min(0.9),
                 }
-                let shootdowns = std::mem::take(&mut l.pending_mig_ops) * self.shootdown_ns;
-                let mut f = shootdowns / dt as f64;
-                if shared {
-                    // The threads run at most their share of the quantum.
-                    let busy = l.pending_sync_ns.min(self.mig_threads * dt as f64);
-                    l.pending_sync_ns -= busy;
-                    f += busy / (dt as f64 * l.cores.max(1e-9));
-                } else {
-                    l.pending_sync_ns = 0.0;
-                }
-                f.min(0.9)
             })
             .collect();
         self.pending_mig_read.iter_mut().for_each(|b| *b = 0.0);
@@ -1862,7 +1880,8 @@ impl Backend for SimBackend {
                 op_ns += self.codec_ns(range.clone(), to);
             }
             let outlasts = op_ns > budget && thread_ns >= budget;
-            let no_time = !self.synchronous && thread_ns < op_ns && !outlasts;
+            let synchronous = self.charge == MigrationCharge::Synchronous;
+            let no_time = !synchronous && thread_ns < op_ns && !outlasts;
             if quota.is_some_and(|q| q < bytes) || no_time {
                 a.pages_over_quota += moving;
                 continue;
@@ -1909,7 +1928,9 @@ impl Backend for SimBackend {
                 self.relocate(p, to, t, w);
             }
             self.loads[t].pending_mig_ops += 1.0;
-            self.loads[t].pending_sync_ns += op_ns;
+            if self.charge != MigrationCharge::Interrupt {
+                self.loads[t].owed_core_ns += op_ns;
+            }
             a.ops_applied += 1;
             a.pages_applied += moving;
             a.bytes_moved += bytes;
@@ -1924,7 +1945,7 @@ impl Backend for SimBackend {
                 }
             }
         }
-        if thread_ns < 0.0 && !self.synchronous {
+        if thread_ns < 0.0 && self.charge != MigrationCharge::Synchronous {
             self.mig_debt_ns = -thread_ns;
         }
         self.interval_mig_bytes += a.bytes_moved as f64;

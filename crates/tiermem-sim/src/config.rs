@@ -608,6 +608,12 @@ impl Validate for MachineConfig {
         )?;
         check_range(&join(&m, "copy_gbps"), self.migration.copy_gbps, 0.001, 1e4)?;
         check_range(&join(&m, "threads"), self.migration.threads, 0.01, 1024.0)?;
+        if self.migration.synchronous && self.migration.threads_on_app_cores {
+            return Err(invalid(
+                &join(&m, "synchronous"),
+                "`synchronous` and `threads_on_app_cores` are two ways to charge a migration to the application; set one of them",
+            ));
+        }
         if let Some(t) = self.migration.app_threads {
             check_range(&join(&m, "app_threads"), t, 0.01, 1e6)?;
         }

@@ -336,3 +336,20 @@ fn footprint_past_what_the_simulator_can_hold_is_rejected_before_running() {
     );
     assert!(msg.contains("page_size"), "{msg}");
 }
+
+#[test]
+fn two_migration_charges_at_once_are_refused() {
+    let msg = error_for(&with(
+        "[workload]",
+        "[machine.migration]\nsynchronous = true\nthreads_on_app_cores = true\n[workload]",
+    ));
+    assert!(
+        msg.contains("machine.migration.synchronous") && msg.contains("set one of them"),
+        "{msg}"
+    );
+    let msg = error_for(&with(
+        "[workload]",
+        "[machine.migration]\nthreads_on_app_cores = true\napp_threads = 0\n[workload]",
+    ));
+    assert!(msg.contains("machine.migration.app_threads"), "{msg}");
+}
