@@ -16,6 +16,14 @@
 //!   misses at 2·λa·λb/(λa+λb); two periodic scans miss on every access of the slower one
 //!   and the next access of the faster one, 2·min(λa, λb) (every access at equal rates); a
 //!   scan at λa against Poisson λb misses 2·λa·(1 − e^(−λb/λa)).
+//! * Line share. A random-access page need not touch all its lines (Memstrata §2.3:
+//!   "commonly, only a fraction of each page's cachelines are hot"; §4.1: "many cold or
+//!   unused cache lines"); a sweep touches every line. Page `a` touching a share `fa` of
+//!   its lines, at positions unrelated to its partner's (different objects), conflicts
+//!   only on the `fa·fb` of line pairs both touch, each at per-line rates `λa/(fa·L)`,
+//!   `λb/(fb·L)`; summed: random pair `fa·fb·λa·λb/(λa·fb + λb·fa)` per page, scan against
+//!   random `fb·λa·(1 − e^(−λb·fa/(λa·fb)))`, two scans `min(λa·fb, λb·fa)`. At
+//!   `fa = fb = 1` these are the forms above.
 //!
 //! [`FlatMachine::solve`] is the load/latency fixed point of VMs on such a node: the miss
 //! traffic (local read + CXL read + CXL write + local write per miss) loads both tiers'
@@ -36,33 +44,44 @@ pub enum Pattern {
     Scan,
 }
 
-/// Expected misses per second of each of two pages sharing one local slot (rates in
-/// accesses per second; see the module doc). A page alone in its slot never misses once
-/// resident.
-pub fn pair_misses(a: f64, pa: Pattern, b: f64, pb: Pattern) -> (f64, f64) {
-    if a <= 0.0 || b <= 0.0 {
+/// How one page of a pair is accessed: its rate (accesses per second), pattern, and the
+/// share of its lines the accesses touch (in (0, 1]; 1 for a sweep).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PageLoad {
+    pub rate: f64,
+    pub pattern: Pattern,
+    pub line_share: f64,
+}
+
+impl PageLoad {
+    /// Accesses uniform over all the page's lines.
+    pub fn whole(rate: f64, pattern: Pattern) -> PageLoad {
+        PageLoad {
+            rate,
+            pattern,
+            line_share: 1.0,
+        }
+    }
+}
+
+/// Expected misses per second of each of two pages sharing one local slot (see the module
+/// doc). A page alone in its slot never misses once resident.
+pub fn pair_misses(pa: PageLoad, pb: PageLoad) -> (f64, f64) {
+    let (a, b) = (pa.rate, pb.rate);
+    let (fa, fb) = (pa.line_share, pb.line_share);
+    if a <= 0.0 || b <= 0.0 || fa <= 0.0 || fb <= 0.0 {
         return (0.0, 0.0);
     }
-    match (pa, pb) {
-        (Pattern::Random, Pattern::Random) => {
-            let m = a * b / (a + b);
-            (m, m)
-        }
-        (Pattern::Scan, Pattern::Scan) => {
-            let m = a.min(b);
-            (m, m)
-        }
+    // Each page's rate as seen by the lines its partner also touches.
+    let m = match (pa.pattern, pb.pattern) {
+        (Pattern::Random, Pattern::Random) => fa * fb * a * b / (a * fb + b * fa),
+        (Pattern::Scan, Pattern::Scan) => (a * fb).min(b * fa),
         // Each scan access misses if the random page was touched since the previous scan
         // access; each such interval costs the random page exactly one miss.
-        (Pattern::Scan, Pattern::Random) => {
-            let m = a * (1.0 - (-b / a).exp());
-            (m, m)
-        }
-        (Pattern::Random, Pattern::Scan) => {
-            let m = b * (1.0 - (-a / b).exp());
-            (m, m)
-        }
-    }
+        (Pattern::Scan, Pattern::Random) => fb * a * (1.0 - (-b * fa / (a * fb)).exp()),
+        (Pattern::Random, Pattern::Scan) => fa * b * (1.0 - (-a * fb / (b * fa)).exp()),
+    };
+    (m, m)
 }
 
 /// Where a guest page lives.
@@ -75,26 +94,40 @@ pub enum Frame {
 }
 
 /// One VM's memory as the models see it: per guest page its share of the VM's accesses,
-/// its pattern and its host frame.
+/// its pattern and its host frame; and the share of lines its random-access pages touch
+/// (sweeps touch all).
 #[derive(Clone, Debug)]
 pub struct VmMemory {
     pub probability: Vec<f64>,
     pub pattern: Vec<Pattern>,
     pub frames: Vec<Frame>,
+    pub random_line_share: f64,
+}
+
+impl VmMemory {
+    /// The share of a page's lines its accesses touch.
+    pub fn line_share(&self, pattern: Pattern) -> f64 {
+        match pattern {
+            Pattern::Random => self.random_line_share,
+            Pattern::Scan => 1.0,
+        }
+    }
 }
 
 /// Per-VM misses and accesses of the hardware-tiered node for given per-VM access rates
 /// (lines/s), by the pair shortcut. `slots` is the node's local size `L` in pages.
 pub fn node_misses(slots: usize, vms: &[&VmMemory], access_rate: &[f64]) -> Vec<f64> {
-    // Per frame: its rate, pattern and owner (every frame holds at most one page).
-    let mut rate = vec![0.0; 2 * slots];
-    let mut pattern = vec![Pattern::Random; 2 * slots];
+    // Per frame: its load and owner (every frame holds at most one page).
+    let mut load = vec![PageLoad::whole(0.0, Pattern::Random); 2 * slots];
     let mut owner = vec![usize::MAX; 2 * slots];
     for (v, (vm, &r)) in vms.iter().zip(access_rate).enumerate() {
         for ((&p, &pat), f) in vm.probability.iter().zip(&vm.pattern).zip(&vm.frames) {
             if let Frame::Tiered(f) = *f {
-                rate[f as usize] = r * p;
-                pattern[f as usize] = pat;
+                load[f as usize] = PageLoad {
+                    rate: r * p,
+                    pattern: pat,
+                    line_share: vm.line_share(pat),
+                };
                 owner[f as usize] = v;
             }
         }
@@ -105,7 +138,7 @@ pub fn node_misses(slots: usize, vms: &[&VmMemory], access_rate: &[f64]) -> Vec<
         if owner[a] == usize::MAX || owner[b] == usize::MAX {
             continue;
         }
-        let (ma, mb) = pair_misses(rate[a], pattern[a], rate[b], pattern[b]);
+        let (ma, mb) = pair_misses(load[a], load[b]);
         misses[owner[a]] += ma;
         misses[owner[b]] += mb;
     }
@@ -115,7 +148,8 @@ pub fn node_misses(slots: usize, vms: &[&VmMemory], access_rate: &[f64]) -> Vec<
 /// The line-level model: explicit access streams against the local tags of a node of
 /// `slots` pages of `lines_per_page` lines. Each VM issues independent accesses to its
 /// random pages (Poisson in time at its random rate, a page drawn by its probability, a
-/// line uniformly) and sweeps its scan pages line by line in page order at its scan rate.
+/// line uniformly among the `round(random_line_share · lines)` it touches, drawn at random
+/// per page) and sweeps its scan pages line by line in page order at its scan rate.
 pub struct LineSim {
     pub slots: usize,
     pub lines_per_page: usize,
@@ -137,6 +171,8 @@ struct Stream {
     /// Random: cumulative probability over `pages`; scan: position in the sweep.
     cumulative: Vec<f64>,
     pages: Vec<usize>,
+    /// Random: per page of `pages`, the lines it touches.
+    touched: Vec<Vec<usize>>,
     pos: usize,
 }
 
@@ -171,6 +207,24 @@ impl LineSim {
                     })
                     .collect();
                 let gap = 1.0 / (r * mass);
+                let touched = if scan {
+                    Vec::new()
+                } else {
+                    let k = ((vm.random_line_share * self.lines_per_page as f64).round() as usize)
+                        .clamp(1, self.lines_per_page);
+                    pages
+                        .iter()
+                        .map(|_| {
+                            let mut all: Vec<usize> = (0..self.lines_per_page).collect();
+                            for i in 0..k {
+                                let j = rng.gen_range(i..all.len());
+                                all.swap(i, j);
+                            }
+                            all.truncate(k);
+                            all
+                        })
+                        .collect()
+                };
                 streams.push(Stream {
                     vm: v,
                     scan,
@@ -178,6 +232,7 @@ impl LineSim {
                     next: if scan { rng.gen::<f64>() * gap } else { 0.0 },
                     cumulative,
                     pages,
+                    touched,
                     pos: 0,
                 });
             }
@@ -213,7 +268,8 @@ impl LineSim {
                     .partition_point(|&c| c < u)
                     .min(s.pages.len() - 1);
                 s.next += -s.gap * (1.0 - rng.gen::<f64>()).ln();
-                (s.pages[j], rng.gen_range(0..lines))
+                let lines_of = &s.touched[j];
+                (s.pages[j], lines_of[rng.gen_range(0..lines_of.len())])
             };
             let v = s.vm;
             let Frame::Tiered(f) = vms[v].frames[page] else {

@@ -2,8 +2,8 @@
 //! model, the host allocator's coloring, and the loaded fixed point.
 
 use tiermem_sim::flat_memory::{
-    allocate, node_misses, pair_misses, Allocation, Backing, FlatMachine, Frame, LineSim, Pattern,
-    Vm, VmMemory,
+    allocate, node_misses, pair_misses, Allocation, Backing, FlatMachine, Frame, LineSim, PageLoad,
+    Pattern, Vm, VmMemory,
 };
 use tiermem_sim::latency::{Curve, CurveSpec};
 use tiermem_sim::machine::{CoreModel, TierModel};
@@ -23,6 +23,7 @@ fn memory(probability: Vec<f64>, pattern: Vec<Pattern>, frames: Vec<Frame>) -> V
         probability,
         pattern,
         frames,
+        random_line_share: 1.0,
     }
 }
 
@@ -75,6 +76,37 @@ fn pair_model_matches_line_model_for_random_access() {
 }
 
 #[test]
+fn pair_model_matches_line_model_when_pages_touch_a_share_of_their_lines() {
+    // Random pages touching 1/4 or 1/2 of their lines (at independent positions), alone
+    // and against a sweep that touches them all.
+    for share in [0.25, 0.5] {
+        let n = 2 * SLOTS;
+        let frames = allocate(SLOTS, &[n], &[0], Allocation::Colored { colors: 16 }, 4).unwrap();
+        let mut vm = memory(skewed(n, 0.6), vec![Pattern::Random; n], frames[0].clone());
+        vm.random_line_share = share;
+        let r = both(std::slice::from_ref(&vm), &[1e9], 31);
+        assert_within(&r, 2.0, &format!("random, line share {share}"));
+        let full = memory(skewed(n, 0.6), vec![Pattern::Random; n], frames[0].clone());
+        let full = both(&[full], &[1e9], 31);
+        assert!(
+            r[0].0 < 0.75 * full[0].0,
+            "touching {share} of the lines must conflict less: {r:?} vs {full:?}"
+        );
+        let n = SLOTS;
+        let frames = allocate(SLOTS, &[n, n], &[0, 0], Allocation::Conflicting, 8).unwrap();
+        let mut victim = memory(skewed(n, 0.8), vec![Pattern::Random; n], frames[0].clone());
+        victim.random_line_share = share;
+        let sweep = memory(
+            vec![1.0 / n as f64; n],
+            vec![Pattern::Scan; n],
+            frames[1].clone(),
+        );
+        let r = both(&[victim, sweep], &[1e9, 1e9], 32);
+        assert_within(&r, 2.0, &format!("sweep vs random, line share {share}"));
+    }
+}
+
+#[test]
 fn a_scan_over_both_pages_misses_every_time() {
     let n = 2 * SLOTS;
     let frames = allocate(SLOTS, &[n], &[0], Allocation::Colored { colors: 8 }, 5).unwrap();
@@ -121,12 +153,26 @@ fn pair_model_matches_line_model_for_a_scan_against_random_neighbours() {
 
 #[test]
 fn closed_forms_at_their_limits() {
-    let (a, b) = pair_misses(3.0, Pattern::Random, 1.0, Pattern::Random);
+    let whole = PageLoad::whole;
+    let (a, b) = pair_misses(whole(3.0, Pattern::Random), whole(1.0, Pattern::Random));
     assert!((a + b - 2.0 * 3.0 / 4.0).abs() < 1e-12);
-    let (a, b) = pair_misses(2.0, Pattern::Scan, 2.0, Pattern::Scan);
+    let (a, b) = pair_misses(whole(2.0, Pattern::Scan), whole(2.0, Pattern::Scan));
     assert_eq!(a + b, 4.0, "equal scans miss on every access");
-    let (a, _) = pair_misses(2.0, Pattern::Scan, 0.0, Pattern::Random);
+    let (a, _) = pair_misses(whole(2.0, Pattern::Scan), whole(0.0, Pattern::Random));
     assert_eq!(a, 0.0, "a page alone in its slot never misses");
+    // Two random pages each touching a share f of their lines: f times the whole-page
+    // misses (only f·f of the line pairs conflict, each at 1/f the per-line rate).
+    let part = |rate, share| PageLoad {
+        rate,
+        pattern: Pattern::Random,
+        line_share: share,
+    };
+    let (a, _) = pair_misses(part(3.0, 0.4), part(1.0, 0.4));
+    assert!((a - 0.4 * 3.0 / 4.0).abs() < 1e-12, "{a}");
+    // A sweep against a random page touching a share f: the sweep misses only on the
+    // f of its lines whose partner the random page touches.
+    let (a, _) = pair_misses(whole(1.0, Pattern::Scan), part(1e9, 0.25));
+    assert!((a - 0.25).abs() < 1e-9, "{a}");
 }
 
 #[test]
@@ -338,6 +384,35 @@ fn the_population_is_calibrated_to_the_published_cxl_only_ranges() {
             w.cxl_slowdown_target
         );
     }
+}
+
+/// The line share's calibration (memstrata::RANDOM_LINE_SHARE): FASTER with uniform
+/// YCSB C, 8.3 GB in a 16 GB VM, slows down 25 % on CXL alone and 4 % under hardware
+/// tiering (Memstrata §2.2, §3.2). Every access a pointer chase or hash probe, no sweep.
+#[test]
+fn the_line_share_reproduces_fasters_uniform_ycsb_c() {
+    use tiermem_sim::memstrata::{alone, calibrate, paper_machine, population};
+    let m = paper_machine(128);
+    let mut w = population(15)
+        .into_iter()
+        .find(|w| w.category == "kv")
+        .unwrap();
+    w.vm_gib = 16;
+    w.vcpus = 4.0;
+    w.rss_fraction = 8.3 / 16.0;
+    w.zipf = 0.0;
+    w.scan_share = 0.0;
+    w.scan_region = 0.0;
+    w.cxl_slowdown_target = 0.25;
+    calibrate(&m, &mut w).unwrap();
+    let local = alone(&m, &w, Backing::AllLocal, 0.0, 1).unwrap().0;
+    let tiered = alone(&m, &w, Backing::Tiered, 0.0, 1).unwrap().0;
+    let s = local / tiered - 1.0;
+    assert!((0.035..0.045).contains(&s), "hardware-tiered slowdown {s}");
+    // Touching every line instead would be four times the paper's figure.
+    w.line_share = 1.0;
+    let tiered = alone(&m, &w, Backing::Tiered, 0.0, 1).unwrap().0;
+    assert!(local / tiered - 1.0 > 0.10, "{}", local / tiered - 1.0);
 }
 
 /// Fig. 5 end to end (about 15 s on 2 cores): CXL-only < hardware-only < mixed in the
