@@ -81,14 +81,21 @@ pub struct TierSpec {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum CurveSpec {
-    /// `"colloid-local"`, `"colloid-remote"`, `"mess-skylake"`, `"flat"`.
+    /// `"colloid-local"`, `"colloid-remote"`, `"mess-skylake"`, `"mess-sapphire-rapids"`,
+    /// `"flat"`.
     Named(String),
     /// `[[u, multiplier], ...]`, u increasing in [0, 1), multiplier ≥ 1 and non-decreasing.
     Table(Vec<[f64; 2]>),
 }
 
 /// The simulator's calibrated curves.
-pub const CURVE_NAMES: &[&str] = &["colloid-local", "colloid-remote", "mess-skylake", "flat"];
+pub const CURVE_NAMES: &[&str] = &[
+    "colloid-local",
+    "colloid-remote",
+    "mess-skylake",
+    "mess-sapphire-rapids",
+    "flat",
+];
 
 /// By hand, so that a wrong type says what a curve is (an untagged enum only says "data
 /// did not match any variant").

@@ -37,8 +37,10 @@ pub const COLORS: usize = 768;
 /// Slowdown above which a workload is an outlier (§2.2 goal #4).
 pub const OUTLIER: f64 = 0.05;
 
-/// Both tiers' loaded-latency curve (Mess, Skylake server).
-const MACHINE_CURVE: &str = "mess-skylake";
+/// Both tiers' loaded-latency curve: Mess measured on a Sapphire Rapids socket of
+/// 8 × DDR5-4800, the memory system assumed for the local tier (the prototype is a later
+/// Xeon with DDR5, §6). CXL expanders publish no such curve; the same shape is assumed.
+const MACHINE_CURVE: &str = "mess-sapphire-rapids";
 
 /// The paper's server (§6) as a Flat Memory Mode machine; `local_gib` of local DRAM in the
 /// hardware-tiered node.

@@ -443,7 +443,8 @@ fn fig5_orders_cxl_only_below_hardware_tiering_below_mixed() {
 }
 
 /// Fig. 6 end to end: with conflicting allocation most memory-sensitive workloads slow down
-/// by more than 10 %; colored, a victim only loses what the neighbour's bandwidth takes.
+/// by more than 10 %; colored, no victim moves by more than a point (the 6-thread
+/// neighbour's traffic stays on the measured curve's plateau, as §3.3 configured it to).
 #[test]
 fn fig6_conflicts_hurt_memory_sensitive_victims() {
     if std::env::var_os("TIERMEM_SKIP_E2E").is_some() {
@@ -459,7 +460,7 @@ fn fig6_conflicts_hurt_memory_sensitive_victims() {
         "{st}"
     );
     assert!(
-        st["max_isolated_vs_alone"].as_f64().unwrap() <= 0.035,
+        st["max_isolated_vs_alone"].as_f64().unwrap().abs() <= 0.01,
         "{st}"
     );
 }
