@@ -53,6 +53,12 @@ def forest(seed: int):
     return RandomForestClassifier(n_estimators=TREES, random_state=seed, n_jobs=1)
 
 
+def held_out_accuracy(tr: pd.DataFrame, te: pd.DataFrame, columns: list[str], seed: int) -> float:
+    """Accuracy on ``te`` of a forest trained on ``tr``'s ``columns``."""
+    clf = forest(seed).fit(tr[columns].to_numpy(np.float32), tr["outlier"])
+    return float((clf.predict(te[columns].to_numpy(np.float32)) == te["outlier"]).mean())
+
+
 #: Columns ``tiermem memstrata train`` writes and the trainer reads.
 COLUMNS = ["workload", "slowdown", "miss_ratio", "l3_miss_latency_ns", "l3_mpki", "l2_miss_latency_ns",
            "dtlb_miss_latency_ns", "l2_mpki", "true_mpki"]
@@ -98,12 +104,9 @@ def train(csv: Path, model: Path, report: Path) -> dict:
         proxy = fit_proxy(tr)
         tr, te = with_estimate(tr, proxy), with_estimate(te, proxy)
         r2.append(float(np.corrcoef(tr["l3_miss_latency_ns"], tr["miss_ratio"])[0, 1] ** 2))
-        clf = forest(seed).fit(tr[FEATURES].to_numpy(np.float32), tr["outlier"])
-        accuracy.append(float((clf.predict(te[FEATURES].to_numpy(np.float32)) == te["outlier"]).mean()))
-        mpki = forest(seed).fit(tr[["true_mpki"]].to_numpy(np.float32), tr["outlier"])
-        baseline.append(float((mpki.predict(te[["true_mpki"]].to_numpy(np.float32)) == te["outlier"]).mean()))
-        est = forest(seed).fit(tr[["est_mpki"]].to_numpy(np.float32), tr["outlier"])
-        est_baseline.append(float((est.predict(te[["est_mpki"]].to_numpy(np.float32)) == te["outlier"]).mean()))
+        accuracy.append(held_out_accuracy(tr, te, FEATURES, seed))
+        baseline.append(held_out_accuracy(tr, te, ["true_mpki"], seed))
+        est_baseline.append(held_out_accuracy(tr, te, ["est_mpki"], seed))
     proxy = fit_proxy(frame)
     full = with_estimate(frame, proxy)
     clf = forest(0).fit(full[FEATURES].to_numpy(np.float32), full["outlier"])

@@ -215,13 +215,7 @@ impl LineSim {
                     pages
                         .iter()
                         .map(|_| {
-                            let mut all: Vec<usize> = (0..self.lines_per_page).collect();
-                            for i in 0..k {
-                                let j = rng.gen_range(i..all.len());
-                                all.swap(i, j);
-                            }
-                            all.truncate(k);
-                            all
+                            rand::seq::index::sample(&mut rng, self.lines_per_page, k).into_vec()
                         })
                         .collect()
                 };

@@ -23,7 +23,12 @@ pub const MIXED_DEDICATED: f64 = 1.0 / 3.0;
 
 /// The calibrated population on the paper's machine (128 GB local).
 pub fn calibrated_population(m: &FlatMachine) -> Result<Vec<Workload>> {
-    parallel_map(memstrata::population(SEED), |mut w| {
+    calibrated_draw(m, SEED)
+}
+
+/// The population drawn with `seed`, each workload calibrated to its CXL-only target.
+fn calibrated_draw(m: &FlatMachine, seed: u64) -> Result<Vec<Workload>> {
+    parallel_map(memstrata::population(seed), |mut w| {
         memstrata::calibrate(m, &mut w).map(|_| w)
     })
     .into_iter()
@@ -49,34 +54,56 @@ fn row(experiment: &str, w: &Workload, config: &str, slowdown: f64, miss: f64, d
 /// Other draws of the population, for how much the Fig. 5 shares owe to one draw of 115.
 const OTHER_SEEDS: [u64; 7] = [1, 2, 3, 4, 5, 6, 7];
 
-/// Fig. 5's shares (≤ 5 % and ≤ 10 %) per configuration for the population drawn with
-/// `seed`.
-fn fig5_shares(m: &FlatMachine, seed: u64) -> Result<Value> {
-    let pop: Vec<Workload> = parallel_map(memstrata::population(seed), |mut w| {
-        memstrata::calibrate(m, &mut w).map(|_| w)
-    })
-    .into_iter()
-    .collect::<Result<_>>()?;
-    let slowdowns = parallel_map(pop, |w| -> Result<[f64; 3]> {
+/// Fig. 5's configurations: name, backing, dedicated share.
+const FIG5_CONFIGS: [(&str, Backing, f64); 3] = [
+    ("cxl-only", Backing::CxlOnly, 0.0),
+    ("hw-tiered", Backing::Tiered, 0.0),
+    ("mixed", Backing::Tiered, MIXED_DEDICATED),
+];
+
+/// Per workload, alone in its VM: (slowdown against all-local, miss ratio) under each of
+/// [`FIG5_CONFIGS`].
+fn fig5_runs(m: &FlatMachine, pop: &[Workload]) -> Result<Vec<[(f64, f64); 3]>> {
+    parallel_map(pop.to_vec(), |w| -> Result<[(f64, f64); 3]> {
         let local = memstrata::alone(m, &w, Backing::AllLocal, 0.0, SEED)?.0;
-        let at = |b, d| memstrata::alone(m, &w, b, d, SEED).map(|r| local / r.0 - 1.0);
-        Ok([
-            at(Backing::CxlOnly, 0.0)?,
-            at(Backing::Tiered, 0.0)?,
-            at(Backing::Tiered, MIXED_DEDICATED)?,
-        ])
+        let mut out = [(0.0, 0.0); 3];
+        for (o, &(_, backing, ded)) in out.iter_mut().zip(&FIG5_CONFIGS) {
+            let (ops, miss) = memstrata::alone(m, &w, backing, ded, SEED)?;
+            *o = (local / ops - 1.0, miss);
+        }
+        Ok(out)
     })
     .into_iter()
-    .collect::<Result<Vec<_>>>()?;
+    .collect()
+}
+
+/// Fig. 5's shares (≤ 5 % and ≤ 10 %) of one configuration's slowdowns.
+fn fig5_shares(slowdowns: &[f64]) -> serde_json::Map<String, Value> {
     let mut out = serde_json::Map::new();
-    for (i, name) in ["cxl-only", "hw-tiered", "mixed"].iter().enumerate() {
-        let s: Vec<f64> = slowdowns.iter().map(|x| x[i]).collect();
-        out.insert(
-            (*name).into(),
-            json!({"share_at_most_5pct": share(&s, OUTLIER), "share_at_most_10pct": share(&s, 0.10)}),
-        );
+    out.insert(
+        "share_at_most_5pct".into(),
+        json!(share(slowdowns, OUTLIER)),
+    );
+    out.insert("share_at_most_10pct".into(), json!(share(slowdowns, 0.10)));
+    out
+}
+
+/// Per configuration, [`fig5_shares`] of each run's slowdown (and the largest, when
+/// `with_max`).
+fn fig5_stats(runs: &[[(f64, f64); 3]], with_max: bool) -> Value {
+    let mut stats = serde_json::Map::new();
+    for (i, (name, _, _)) in FIG5_CONFIGS.iter().enumerate() {
+        let s: Vec<f64> = runs.iter().map(|r| r[i].0).collect();
+        let mut v = fig5_shares(&s);
+        if with_max {
+            v.insert(
+                "max_slowdown".into(),
+                json!(s.iter().copied().fold(0.0, f64::max)),
+            );
+        }
+        stats.insert((*name).into(), Value::Object(v));
     }
-    Ok(Value::Object(out))
+    Value::Object(stats)
 }
 
 /// Fig. 5: each workload alone in a VM; slowdown against all-local for CXL-only,
@@ -87,57 +114,24 @@ fn fig5_shares(m: &FlatMachine, seed: u64) -> Result<Value> {
 pub fn fig5(quick: bool) -> Result<Value> {
     let m = paper_machine(128);
     let pop = calibrated_population(&m)?;
-    let configs: [(&str, Backing, f64); 3] = [
-        ("cxl-only", Backing::CxlOnly, 0.0),
-        ("hw-tiered", Backing::Tiered, 0.0),
-        ("mixed", Backing::Tiered, MIXED_DEDICATED),
-    ];
-    let results = parallel_map(pop.clone(), |w| -> Result<Vec<Value>> {
-        let local = memstrata::alone(&m, &w, Backing::AllLocal, 0.0, SEED)?.0;
-        configs
-            .iter()
-            .map(|&(name, backing, ded)| {
-                let (ops, miss) = memstrata::alone(&m, &w, backing, ded, SEED)?;
-                Ok(row(
-                    "memstrata-fig5",
-                    &w,
-                    name,
-                    local / ops - 1.0,
-                    miss,
-                    ded,
-                ))
-            })
-            .collect()
-    });
+    let runs = fig5_runs(&m, &pop)?;
     let mut rows = Vec::new();
-    for r in results {
-        rows.extend(r?);
+    for (w, r) in pop.iter().zip(&runs) {
+        for (&(name, _, ded), &(slowdown, miss)) in FIG5_CONFIGS.iter().zip(r) {
+            rows.push(row("memstrata-fig5", w, name, slowdown, miss, ded));
+        }
     }
-    let mut stats = serde_json::Map::new();
-    for (name, _, _) in configs {
-        let s: Vec<f64> = rows
-            .iter()
-            .filter(|r| r["config"] == name)
-            .map(|r| r["slowdown"].as_f64().unwrap_or(f64::NAN))
-            .collect();
-        stats.insert(
-            name.into(),
-            json!({
-                "share_at_most_5pct": share(&s, OUTLIER),
-                "share_at_most_10pct": share(&s, 0.10),
-                "max_slowdown": s.iter().copied().fold(0.0, f64::max),
-            }),
-        );
-    }
+    let stats = fig5_stats(&runs, true);
     let mut over_seeds = Value::Null;
     if !quick {
         // The figure's own draw is the stats above; only the other seeds are solved again.
         let mut draws = vec![json!({"seed": SEED, "stats": stats.clone()})];
         for seed in OTHER_SEEDS {
-            draws.push(json!({"seed": seed, "stats": fig5_shares(&m, seed)?}));
+            let runs = fig5_runs(&m, &calibrated_draw(&m, seed)?)?;
+            draws.push(json!({"seed": seed, "stats": fig5_stats(&runs, false)}));
         }
         let mut mean = serde_json::Map::new();
-        for (name, _, _) in configs {
+        for (name, _, _) in FIG5_CONFIGS {
             let avg = |k: &str| {
                 draws
                     .iter()
