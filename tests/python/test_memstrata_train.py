@@ -70,6 +70,11 @@ def test_the_estimated_mpki_beats_mpki_alone_on_held_out_workloads(trained):
     assert result["est_mpki_only_accuracy_mean"] >= result["mpki_only_accuracy_mean"] + 0.05, result
     importances = result["feature_importances"]
     assert max(importances, key=importances.get) == "est_mpki", importances
+    # The yardsticks beside the accuracies: the "no outlier" answer and Fig. 9a's r².
+    frame = trained[0]
+    assert result["constant_accuracy_mean"] == pytest.approx(1.0 - result["outlier_share"], abs=0.1)
+    assert result["validation_accuracy_mean"] > result["constant_accuracy_mean"], result
+    assert result["mpki_slowdown_r2"] == pytest.approx(np.corrcoef(frame["true_mpki"], frame["slowdown"])[0, 1] ** 2)
 
 
 def test_the_proxy_recovers_the_latency_line(trained):
