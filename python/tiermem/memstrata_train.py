@@ -132,8 +132,7 @@ def train(csv: Path, model: Path, report: Path) -> dict:
         "proxy_r2_mean": float(np.mean(r2)),
         "proxy": {"intercept": proxy[0], "slope_per_ns": proxy[1]},
         "feature_importances": dict(zip(FEATURES, map(float, clf.feature_importances_), strict=True)),
-        "paper": {"validation_accuracy": 0.88, "mpki_only_accuracy": 0.63, "proxy_r2": 0.87,
-                  "mpki_slowdown_r2": 0.73},
+        "paper": {"validation_accuracy": 0.88, "mpki_only_accuracy": 0.63, "proxy_r2": 0.87, "mpki_slowdown_r2": 0.73},
     }
     report.write_text(json.dumps(result, indent=2) + "\n")
     return result
