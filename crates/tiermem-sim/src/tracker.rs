@@ -127,8 +127,14 @@ pub struct HintFaults {
     next_scan_ns: u64,
     /// Time each page was unmapped, or UNMARKED.
     marked_at: Vec<u64>,
-    /// Faults drawn from exact probabilities: (fault time, page).
+    /// Faults drawn from exact probabilities: (fault time, page). An entry counts only
+    /// while it is the page's `due_at` (a redraw leaves the old one in the heap).
     due: BinaryHeap<Reverse<(u64, PageIdx)>>,
+    /// Per page: the time of its drawn fault, or `NOT_DUE`.
+    due_at: Vec<u64>,
+    /// Page ranges whose access probabilities changed since the last epoch: their marked
+    /// pages' faults are drawn again from the new rates.
+    redraw: Vec<(usize, usize)>,
     pending: Vec<HeatEvent>,
 }
 
@@ -187,6 +193,8 @@ impl SimTracker {
                 next_scan_ns: 0,
                 marked_at: vec![UNMARKED; pages],
                 due: BinaryHeap::new(),
+                due_at: vec![NOT_DUE; pages],
+                redraw: Vec::new(),
                 pending: Vec::new(),
             }),
             TrackerSpec::AccessBitScan => SimTracker::Scan(ScanBits::new(pages, 0x0ac5_b175)),
@@ -379,6 +387,7 @@ impl SimTracker {
     ) {
         match self {
             SimTracker::Scan(s) => s.set_tenant(t, start, len, probs),
+            SimTracker::HintFaults(h) => h.redraw.push((start, len)),
             SimTracker::Combined(ts) => ts
                 .iter_mut()
                 .for_each(|x| x.set_tenant_workload(t, start, len, probs)),
@@ -439,6 +448,9 @@ fn exp_draw(rng: &mut SmallRng, rate_per_ns: f64) -> f64 {
     -(1.0 - u).ln() / rate_per_ns
 }
 
+/// No fault drawn for the page.
+const NOT_DUE: u64 = u64::MAX;
+
 impl HintFaults {
     fn on_epoch(&mut self, ctx: &mut EpochContext<'_>) {
         // Deliver exact-mode faults that happened by now.
@@ -447,6 +459,10 @@ impl HintFaults {
                 break;
             }
             self.due.pop();
+            if self.due_at[page as usize] != t {
+                continue; // drawn again since
+            }
+            self.due_at[page as usize] = NOT_DUE;
             let m = self.marked_at[page as usize];
             if m != UNMARKED {
                 self.marked_at[page as usize] = UNMARKED;
@@ -454,6 +470,19 @@ impl HintFaults {
                     page,
                     time_to_fault_ns: (t - m) as f64,
                 });
+            }
+        }
+        // New probabilities (a phase, a moved hot set): a marked page's fault was drawn
+        // from its old rate — a page that was cold when unmapped would fault only when
+        // that draw comes due, long after it turned hot. Accesses are a Poisson process, so
+        // the time to its next access from now is drawn again from its new rate.
+        for (start, len) in std::mem::take(&mut self.redraw) {
+            for page in start..(start + len).min(self.marked_at.len()) {
+                if self.marked_at[page] == UNMARKED {
+                    continue;
+                }
+                self.due_at[page] = NOT_DUE;
+                self.draw_fault(page, ctx.now_ns, ctx);
             }
         }
         // Scan: unmap the next `scan_pages` eligible pages, round robin.
@@ -472,15 +501,22 @@ impl HintFaults {
                 }
                 self.marked_at[page] = at;
                 marked += 1;
-                if let Some(probs) = ctx.probabilities {
-                    let rate = probs[page] * ctx.ops_per_s / 1e9;
-                    if rate > 0.0 {
-                        let t = at as f64 + exp_draw(ctx.rng, rate);
-                        if t < u64::MAX as f64 / 2.0 {
-                            self.due.push(Reverse((t as u64, page as PageIdx)));
-                        }
-                    }
-                }
+                self.draw_fault(page, at, ctx);
+            }
+        }
+    }
+
+    /// With exact probabilities, draw when marked `page` is next accessed after `from`.
+    fn draw_fault(&mut self, page: usize, from: u64, ctx: &mut EpochContext<'_>) {
+        let Some(probs) = ctx.probabilities else {
+            return;
+        };
+        let rate = probs[page] * ctx.ops_per_s / 1e9;
+        if rate > 0.0 {
+            let t = from as f64 + exp_draw(ctx.rng, rate);
+            if t < u64::MAX as f64 / 2.0 {
+                self.due_at[page] = t as u64;
+                self.due.push(Reverse((t as u64, page as PageIdx)));
             }
         }
     }
@@ -912,5 +948,49 @@ mod tests {
         assert!(ttf.len() > 1500);
         let mean = ttf.iter().sum::<f64>() / ttf.len() as f64;
         assert!((mean - 1000.0).abs() < 100.0, "mean ttf {mean}");
+    }
+
+    #[test]
+    fn a_page_that_turns_hot_while_unmapped_faults_at_its_new_rate() {
+        // Unmapped while nearly cold (mean time to fault ~11.6 days at 1e6 ops/s), then its
+        // tenant's probabilities change and it is hot (mean 1 µs): it faults in the next
+        // epoch, reporting the whole time since it was unmapped (as the kernel does).
+        let spec = TrackerSpec::HintFault {
+            scan_period_ns: 1_000_000_000,
+            scan_pages: 1,
+            tiers: vec![TierId(0)],
+        };
+        let mut t = SimTracker::new(&spec, 1, 1.0, 1.0);
+        let placement = [TierId(0)];
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut out = Vec::new();
+        let epoch = |t: &mut SimTracker, now: u64, probs: &[f64], rng: &mut SmallRng| {
+            let mut ctx = EpochContext {
+                now_ns: now,
+                placement: &placement,
+                probabilities: Some(probs),
+                ops_per_s: 1e6,
+                rng,
+            };
+            t.on_epoch(&mut ctx);
+        };
+        epoch(&mut t, 0, &[1e-12], &mut rng);
+        epoch(&mut t, 10_000_000, &[1e-12], &mut rng);
+        t.drain(&mut out);
+        assert!(out.is_empty(), "{out:?}");
+        t.set_tenant_workload(0, 0, 1, Some(&[1.0]));
+        epoch(&mut t, 20_000_000, &[1.0], &mut rng);
+        epoch(&mut t, 30_000_000, &[1.0], &mut rng);
+        t.drain(&mut out);
+        match out.as_slice() {
+            [HeatEvent::HintFault {
+                page: 0,
+                time_to_fault_ns,
+            }] => assert!(
+                (20e6..20.1e6).contains(time_to_fault_ns),
+                "{time_to_fault_ns}"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }
