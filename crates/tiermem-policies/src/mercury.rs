@@ -17,6 +17,16 @@
 //!   `(1 − hysteresis) ×` it, so it settles in `[0.95, 1.0] ×` target; a BI tenant is
 //!   unsatisfied below `(1 − hysteresis) ×` its bandwidth target and yields above
 //!   `(1 + hysteresis) ×` it;
+//! * probe back-off: a tenant that raised its own share in a round (`cpu_up` or `promote`)
+//!   and so pushed a higher-priority tenant over its SLO in the next is held from that
+//!   kind of raise for `backoff` rounds, doubled on each repeat up to
+//!   `probe_backoff_max_rounds` and halved after a raise that hurt nobody (a held BI
+//!   tenant waits: Listing 2 reaches its next steps only at full CPU). Without it a BI
+//!   tenant below its target beside an LS
+//!   tenant just inside its own raises its CPU every other round, pushes the LS tenant
+//!   over, is cut back, and the LS tenant holds its SLO half the time;
+//! * an LS tenant over its SLO yields a step only once the previous one has landed (its
+//!   default-tier bytes are down to its limit), so each step is measured before the next;
 //! * work conservation (Listing 2 line 11): free default-tier memory goes, in descending
 //!   priority, to tenants as *spare* after `settle_rounds` consecutive rounds in which
 //!   every SLO held; spare is not yielded back by a satisfied tenant (it would bounce) and
@@ -175,6 +185,10 @@ pub struct ControllerConfig {
     /// calm round does not give away memory the next one needs.
     #[serde(default = "default_yield_rounds")]
     pub yield_rounds: u32,
+    /// Longest hold (rounds) on a tenant whose raises keep pushing a higher-priority
+    /// tenant over its SLO (the probe back-off; 0 turns it off).
+    #[serde(default = "default_probe_backoff_max_rounds")]
+    pub probe_backoff_max_rounds: u32,
     /// Healthy default-tier bandwidth (§4.2), e.g. "150GB/s"; absent = calibrated by the
     /// backend with the paper's microbenchmarks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -206,6 +220,12 @@ fn default_yield_rounds() -> u32 {
 }
 fn default_settle_rounds() -> u32 {
     5
+}
+fn default_probe_backoff_max_rounds() -> u32 {
+    // 6.4 s at the 200 ms interval: a tenant whose raise keeps hurting a higher one
+    // probes about twice a minute at most, and one whose load changed (a BI tenant gone
+    // idle) waits at most this long to be raised again.
+    32
 }
 
 impl ControllerConfig {
@@ -274,6 +294,12 @@ impl Validate for ControllerConfig {
         check_range(
             &join(p, "settle_rounds"),
             self.settle_rounds as f64,
+            0.0,
+            1e6,
+        )?;
+        check_range(
+            &join(p, "probe_backoff_max_rounds"),
+            self.probe_backoff_max_rounds as f64,
             0.0,
             1e6,
         )?;
@@ -388,6 +414,21 @@ struct TenantState {
     perf_samples: u32,
     /// Consecutive rounds over its SLO (`yield_rounds`).
     over_rounds: u32,
+    /// The kind of raise it made in the last round, if any.
+    raised: Option<Raise>,
+    /// Its default-tier bytes in the last quantum, where the backend reports them.
+    local_used: Option<u64>,
+    /// The probe back-off, per kind of raise: rounds of the next hold, and the round
+    /// before which it may not raise that way.
+    backoff: [u32; 2],
+    hold_until: [u64; 2],
+}
+
+/// A tenant's raise of its own share, which the probe back-off holds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Raise {
+    Cpu = 0,
+    Memory = 1,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -406,6 +447,8 @@ pub struct Mercury {
     next_tick_ns: u64,
     samples: u32,
     settled_rounds: u32,
+    /// Adaptation rounds so far.
+    round: u64,
     capacity: u64,
     controls: Controls,
     /// Every action so far.
@@ -443,6 +486,10 @@ impl Mercury {
                 sum_hint: 0.0,
                 perf_samples: 0,
                 over_rounds: 0,
+                raised: None,
+                local_used: None,
+                backoff: [0; 2],
+                hold_until: [0; 2],
             })
             .collect();
         Ok(Mercury {
@@ -453,6 +500,7 @@ impl Mercury {
             next_tick_ns: 0,
             samples: 0,
             settled_rounds: 0,
+            round: 0,
             capacity: 0,
             controls: Controls::default(),
             actions: Vec::new(),
@@ -630,6 +678,8 @@ impl Mercury {
 
     /// Listing 2: one adaptation round, tenants in descending priority.
     fn adapt(&mut self, now_ns: u64, perf: &[f64], hint: &[f64]) {
+        self.round += 1;
+        self.back_off_harmful_raises(perf);
         let mut order = self.ascending();
         order.reverse();
         let mut all_ok = true;
@@ -652,7 +702,13 @@ impl Mercury {
                         continue;
                     }
                     if self.tenants[i].slo.is_latency() {
-                        if self.tenants[i].limit > 0 {
+                        // Yield again only once the last yield has landed (the backend
+                        // has reclaimed down to the limit), so that each step is measured:
+                        // demotion lags the limit, and a tenant judged on pages it still
+                        // holds would yield far past what it needs.
+                        let t = &self.tenants[i];
+                        let landed = t.local_used.is_none_or(|u| u <= t.limit + t.spare);
+                        if landed && t.limit > 0 {
                             self.tenants[i].limit = self.tenants[i].limit.saturating_sub(self.step);
                             self.log(now_ns, i, "demote", "yield");
                         }
@@ -665,11 +721,16 @@ impl Mercury {
                     all_ok = false;
                     self.reclaim_spare(now_ns);
                     let prio = self.tenants[i].priority;
+                    let may = |r: Raise| self.round >= self.tenants[i].hold_until[r as usize];
+                    let (may_cpu, may_mem) = (may(Raise::Cpu), may(Raise::Memory));
                     let t = &self.tenants[i];
                     if !t.slo.is_latency() && t.cpu < 1.0 - 1e-9 {
-                        let t = &mut self.tenants[i];
-                        t.cpu = (t.cpu + self.cfg.cpu_step).min(1.0);
-                        self.log(now_ns, i, "cpu_up", "need");
+                        if may_cpu {
+                            let t = &mut self.tenants[i];
+                            t.cpu = (t.cpu + self.cfg.cpu_step).min(1.0);
+                            t.raised = Some(Raise::Cpu);
+                            self.log(now_ns, i, "cpu_up", "need");
+                        }
                         continue;
                     }
                     // Mitigate bandwidth interference: the lowest-priority BI tenant below
@@ -683,12 +744,13 @@ impl Mercury {
                         continue;
                     }
                     let t = &self.tenants[i];
-                    if t.limit < t.footprint {
+                    if may_mem && t.limit < t.footprint {
                         let want = self.step.min(t.footprint - t.limit);
                         let free = self.free().min(want);
                         let got = free + self.yield_mem(now_ns, prio, want - free);
                         if got > 0 {
                             self.tenants[i].limit += got;
+                            self.tenants[i].raised = Some(Raise::Memory);
                             self.log(now_ns, i, "promote", "need");
                         }
                     }
@@ -715,6 +777,32 @@ impl Mercury {
                     self.tenants[i].spare += give;
                     self.log(now_ns, i, "spare", "work_conservation");
                 }
+            }
+        }
+    }
+
+    /// The probe back-off: a tenant that raised its share last round and now sees a
+    /// higher-priority tenant over its SLO is held from raising for `backoff` rounds
+    /// (doubled each time, at most `probe_backoff_max_rounds`); a raise that hurt nobody
+    /// halves it.
+    fn back_off_harmful_raises(&mut self, perf: &[f64]) {
+        let missed: Vec<u32> = (0..self.tenants.len())
+            .filter(|&i| self.tenants[i].admitted)
+            .filter(|&i| self.standing(i, perf[i]) == Standing::Unsatisfied)
+            .map(|i| self.tenants[i].priority)
+            .collect();
+        let max = self.cfg.probe_backoff_max_rounds;
+        let round = self.round;
+        for t in &mut self.tenants {
+            let Some(kind) = t.raised.take() else {
+                continue;
+            };
+            let k = kind as usize;
+            if missed.iter().any(|&p| p > t.priority) {
+                t.backoff[k] = (t.backoff[k].max(1) * 2).min(max);
+                t.hold_until[k] = round + t.backoff[k] as u64;
+            } else {
+                t.backoff[k] /= 2;
             }
         }
     }
@@ -763,6 +851,7 @@ impl Controller for Mercury {
         for t in &mut self.tenants {
             if let Some(m) = t.idx.and_then(|i| snap.tenant_telemetry.get(i)) {
                 t.footprint = m.footprint_bytes;
+                t.local_used = m.used_bytes.first().copied();
                 let perf = t.slo.measured(m);
                 if perf.is_finite() {
                     t.sum_perf += perf;
@@ -833,6 +922,7 @@ mod tests {
             min_cpu_share: default_min_cpu(),
             settle_rounds: default_settle_rounds(),
             yield_rounds: default_yield_rounds(),
+            probe_backoff_max_rounds: default_probe_backoff_max_rounds(),
             thresh_local_bw: None,
             thresh_numa: None,
             tenants: tenants
@@ -863,6 +953,17 @@ mod tests {
 
     /// Drive the controller with given per-tenant measurements at time `t_s`.
     fn step(m: &mut Mercury, t_s: f64, perf: &[f64], footprints: &[u64]) -> Controls {
+        step_with_local(m, t_s, perf, footprints, &[])
+    }
+
+    /// [`step`], with each tenant's default-tier bytes (none given: not reported).
+    fn step_with_local(
+        m: &mut Mercury,
+        t_s: f64,
+        perf: &[f64],
+        footprints: &[u64],
+        local: &[u64],
+    ) -> Controls {
         let specs: Vec<TenantSpec> = (0..perf.len())
             .map(|i| TenantSpec {
                 id: TenantId(i as u16),
@@ -876,13 +977,15 @@ mod tests {
         let tel: Vec<TenantTelemetry> = perf
             .iter()
             .zip(footprints)
-            .map(|(&p, &f)| TenantTelemetry {
+            .enumerate()
+            .map(|(i, (&p, &f))| TenantTelemetry {
                 // Each SLO reads one of these (`Slo::measured`).
                 avg_latency_ns: p,
                 bandwidth_bytes_per_s: p,
                 fault_stall_ms_per_s: p,
                 cpu_per_s: p,
                 footprint_bytes: f,
+                used_bytes: local.get(i).map(|&b| vec![b]).unwrap_or_default(),
                 ..Default::default()
             })
             .collect();
@@ -1088,5 +1191,66 @@ mod tests {
             limits.push(limit(&c, 0) / GIB);
         }
         assert_eq!(limits, [10, 10, 10, 10, 10, 9]);
+    }
+
+    #[test]
+    fn an_ls_tenant_yields_again_only_once_its_last_yield_has_landed() {
+        let mut c = cfg(&[("ls", "200ns", 2, 0.0)]);
+        c.settle_rounds = 1000; // no lending of free memory in this test
+        let mut m = Mercury::new(&c, &[profile(10)], TH).unwrap();
+        let fp = [20 * GIB];
+        step_with_local(&mut m, 0.0, &[195.0], &fp, &[10 * GIB]);
+        // Far under its SLO each round, but the reclaim lags: its pages stay at 10 GiB for
+        // three rounds after the first yield, then follow the limit a round behind.
+        let local = [10, 10, 10, 10, 9, 8];
+        let mut limits = Vec::new();
+        for (r, l) in local.iter().enumerate() {
+            let c = step_with_local(&mut m, 0.2 * (r + 1) as f64, &[150.0], &fp, &[l * GIB]);
+            limits.push(limit(&c, 0) / GIB);
+        }
+        assert_eq!(limits, [9, 9, 9, 9, 8, 7]);
+    }
+
+    /// A BI tenant below its target beside a higher-priority LS tenant that its extra CPU
+    /// pushes over its SLO: LS latency = 290 ns + 200 ns per unit of BI CPU above 0.5, BI
+    /// bandwidth = 40 GB/s × its CPU. Returns the share of rounds the LS tenant missed and
+    /// the rounds at which the BI tenant raised its CPU.
+    fn probe_against_a_higher_tenant(backoff_max: u32, rounds: usize) -> (f64, Vec<usize>) {
+        let mut c = cfg(&[("bi", "40GB/s", 1, 0.0), ("ls", "300ns", 2, 0.0)]);
+        c.probe_backoff_max_rounds = backoff_max;
+        let bi = Profile {
+            cpu_share: 0.5,
+            ..profile(0)
+        };
+        let mut m = Mercury::new(&c, &[bi, profile(10)], TH).unwrap();
+        // No default-tier memory for the BI tenant to take or give: CPU is its only lever.
+        let fp = [0, 20 * GIB];
+        let mut cpu = step(&mut m, 0.0, &[20e9, 290.0], &fp).cpu_share(TenantId(0));
+        let (mut missed, mut raises) = (0, Vec::new());
+        for r in 1..=rounds {
+            let ls = 290.0 + 200.0 * (cpu - 0.5);
+            missed += usize::from(ls > 300.0);
+            let next = step(&mut m, 0.2 * r as f64, &[40e9 * cpu, ls], &fp).cpu_share(TenantId(0));
+            if next > cpu + 1e-9 {
+                raises.push(r);
+            }
+            cpu = next;
+        }
+        (missed as f64 / rounds as f64, raises)
+    }
+
+    #[test]
+    fn a_raise_that_pushes_a_higher_tenant_over_its_slo_backs_off() {
+        // Without the back-off the BI tenant raises, the LS tenant misses, the BI tenant is
+        // cut, and so on: the LS tenant misses every other round.
+        let (without, _) = probe_against_a_higher_tenant(0, 200);
+        assert!(without > 0.4, "{without}");
+        // With it the holds double (2, 4, ..., 32 rounds): the LS tenant misses rarely, and
+        // the BI tenant keeps probing at least every 32 rounds (its load may have changed).
+        let (with, raises) = probe_against_a_higher_tenant(32, 200);
+        assert!(with < 0.1, "{with}");
+        let gaps: Vec<usize> = raises.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().all(|&g| g <= 32 + 2), "{gaps:?}");
+        assert!(gaps.iter().any(|&g| g >= 16), "{gaps:?}");
     }
 }

@@ -1173,11 +1173,13 @@ impl SimBackend {
     }
 
     /// Tenant `t`'s cores as the machine sees them: its cores times the CPU share the
-    /// controls give it (a CPU quota scales how fast its cores issue operations).
+    /// controls give it (a CPU quota scales how fast its cores issue operations) and the
+    /// share of the time its program is busy (an idle server issues none).
     fn tenant_cores(&self, t: usize) -> CoreModel {
         let share = self.controls.cpu_share(TenantId(t as u16)).clamp(0.0, 1.0);
+        let busy = self.loads[t].workload.busy_share().clamp(0.0, 1.0);
         CoreModel {
-            cores: self.loads[t].cores * share,
+            cores: self.loads[t].cores * share * busy,
             ..self.machine.cores
         }
     }

@@ -228,6 +228,7 @@ fn microbenchmarks(cfg: &SimConfig) -> (TenantConfig, TenantConfig) {
             working_set: Size::Bytes(((128u64 << 20) as f64 * bi_cores) as u64),
             object_size: Size::Bytes(4096),
             write_fraction: 0.0,
+            busy_share: 1.0,
             phases: Vec::new(),
         }),
     };

@@ -191,8 +191,17 @@ pub struct StreamConfig {
     /// Fraction of operations that write (default 0: a read stream).
     #[serde(default)]
     pub write_fraction: f64,
+    /// Share of the time the program issues operations (default 1). Below 1 it idles
+    /// between requests (an inference server waiting for the next one): its cores issue
+    /// that share of the operations they could, so its memory traffic falls with it.
+    #[serde(default = "default_busy_share")]
+    pub busy_share: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseConfig>,
+}
+
+fn default_busy_share() -> f64 {
+    1.0
 }
 
 /// Ligra's PageRank over a directed rMat graph (`pagerank.rs`: Ligra's arrays, the dense
@@ -483,7 +492,9 @@ impl WorkloadConfig {
             WorkloadConfig::Gups(c) => c.validate(p),
             WorkloadConfig::Kv(c) => c.validate(p),
             WorkloadConfig::Stream(c) => {
-                validate_buffer(p, &c.working_set, &c.object_size, c.write_fraction)
+                validate_buffer(p, &c.working_set, &c.object_size, c.write_fraction)?;
+                // Above 0: a program that never runs has no rate to measure.
+                check_range(&join(p, "busy_share"), c.busy_share, 1e-3, 1.0)
             }
             WorkloadConfig::Random(c) => {
                 validate_buffer(p, &c.working_set, &c.object_size, c.write_fraction)
@@ -885,7 +896,7 @@ fn build_one(
             let ws = c.working_set.bytes(&join(p, "working_set"))?;
             let pages = scaled_pages(&join(p, "working_set"), ws, scale, page_bytes)?;
             let obj = object_bytes(&join(p, "object_size"), &c.object_size, page_bytes)?;
-            Box::new(Stream::new(pages, page_bytes, obj, c.write_fraction))
+            Box::new(Stream::new(pages, page_bytes, obj, c.write_fraction).busy(c.busy_share))
         }
         WorkloadConfig::Random(c) => {
             let ws = c.working_set.bytes(&join(p, "working_set"))?;

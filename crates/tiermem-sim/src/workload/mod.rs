@@ -75,6 +75,11 @@ pub trait Workload: Send {
         }
     }
     /// A finite trace that has been fully replayed (and does not loop).
+    /// Share of the time the program issues operations: below 1 it idles between
+    /// requests, and its cores issue that share of what they could.
+    fn busy_share(&self) -> f64 {
+        1.0
+    }
     fn finished(&self) -> bool {
         false
     }

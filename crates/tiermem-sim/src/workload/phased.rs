@@ -93,6 +93,9 @@ impl Workload for Phased {
     fn finished(&self) -> bool {
         self.parts[self.cur].1.finished()
     }
+    fn busy_share(&self) -> f64 {
+        self.parts[self.cur].1.busy_share()
+    }
     fn skip(&mut self, n: u64, rng: &mut SmallRng) {
         self.parts[self.cur].1.skip(n, rng)
     }

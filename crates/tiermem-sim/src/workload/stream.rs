@@ -30,6 +30,8 @@ pub struct Stream {
     shape: OpShape,
     /// Pages the last `next()` covered.
     span: u32,
+    /// Share of the time it issues operations ([`Workload::busy_share`]).
+    busy_share: f64,
 }
 
 impl Stream {
@@ -45,6 +47,7 @@ impl Stream {
             obj: 0,
             write: WriteDraw::new(write_fraction),
             span: 1,
+            busy_share: 1.0,
             shape: OpShape {
                 lines_per_op: lines,
                 written_lines_per_op: lines as f64 * write_fraction.clamp(0.0, 1.0),
@@ -53,7 +56,18 @@ impl Stream {
     }
 }
 
+impl Stream {
+    /// Busy this share of the time (1: always).
+    pub fn busy(mut self, share: f64) -> Stream {
+        self.busy_share = share;
+        self
+    }
+}
+
 impl Workload for Stream {
+    fn busy_share(&self) -> f64 {
+        self.busy_share
+    }
     fn name(&self) -> String {
         format!(
             "stream({} pages of {} B, obj={}B)",
