@@ -191,14 +191,15 @@ pub fn fig13(quick: bool, out_dir: &Path) -> Result<Value> {
     }))
 }
 
-/// Fig. 14 (§5.6.1, Fig. 7's setup): Redis (higher priority) beside llama.cpp, whose two
-/// inference requests each stream at full bandwidth, with an idle gap between them (light,
-/// one-line accesses). Both fit local memory (80 GB here), so TPP migrates nothing.
 /// Share of the time an idle inference server (llama between requests, or done) still
 /// issues operations: §5.6.1 "no requests are being processed" — near nothing, not
 /// nothing (an assumption; a tenant must run to be measured).
 pub const IDLE_BUSY_SHARE: f64 = 0.01;
 
+/// Fig. 14 (§5.6.1, Fig. 7's setup): Redis (higher priority) beside llama.cpp, whose two
+/// inference requests each stream at full bandwidth, with an idle gap between them
+/// (`busy_share` = [`IDLE_BUSY_SHARE`]). Both fit local memory (80 GB here), so TPP
+/// migrates nothing.
 pub fn fig14(quick: bool, out_dir: &Path) -> Result<Value> {
     let f = if quick { 0.4 } else { 1.0 };
     let (idle_at, busy_again, end) = (150.0 * f, 200.0 * f, 350.0 * f);
@@ -324,7 +325,8 @@ pub fn bi_action_order(recs: &[Record], t: usize, idle_at: f64, busy_again: f64)
 
 /// Fig. 16 (§5.6.2), time compressed 10×: Redis (30 GB, SLO 200 ns, highest priority),
 /// llama.cpp (40 GB, 70 GB/s) and VectorDB (40 GB, 180 ns, lowest) on 70 GB of local
-/// memory; llama streams at full bandwidth until 110 s (paper: surges 60–1100 s), then Redis's
+/// memory; llama streams at full bandwidth until 110 s (paper: surges 60–1100 s) and then
+/// idles (`busy_share` = [`IDLE_BUSY_SHARE`]: "llama.cpp's task finishes"), then Redis's
 /// active memory grows in steps from 116 to 237 s (paper: 1160–2366 s; its hot set from
 /// 6 to 30 GB). Deviations: llama surges from the start (the profiler profiles a tenant's
 /// initial load: an idle start would make it inadmissible for 70 GB/s), and VectorDB runs
