@@ -290,3 +290,34 @@ fn a_cpu_share_slows_its_tenant_and_frees_bandwidth_for_the_other() {
         full[0]
     );
 }
+
+#[test]
+fn a_stream_busy_half_the_time_issues_half_the_operations_and_can_idle_in_a_phase() {
+    // The base machine with a read stream that fits the fast tier: no migration, latency
+    // near idle, so throughput follows the cores that issue operations.
+    let stream = |busy: &str, phases: &str| {
+        let b = base();
+        let at = b.find("[workload]").unwrap();
+        let end = b[at..].find("\n[policy]").unwrap() + at;
+        let w = format!(
+            "[workload]\nkind = \"stream\"\nworking_set = \"1GiB\"\nobject_size = 64\n{busy}\n{phases}"
+        );
+        let text = format!("{}{}{}", &b[..at], w, &b[end..]);
+        tiermem_sim::simulate_toml(&text, "busy.toml").unwrap()
+    };
+    let ops = |o: &tiermem_sim::SimOutput| {
+        o.summary["steady_state"]["throughput_ops_per_s"]
+            .as_f64()
+            .unwrap()
+    };
+    let full = stream("", "");
+    let half = stream("busy_share = 0.5", "");
+    let r = ops(&half) / ops(&full);
+    assert!((0.45..=0.55).contains(&r), "{r}");
+    // Idle from 0.5 s on (the steady state is the end of the run): far fewer operations.
+    let idle = stream("", "[[workload.phases]]\nat_s = 0.5\nbusy_share = 0.01");
+    let r = ops(&idle) / ops(&full);
+    assert!(r < 0.05, "{r}");
+    let e = error_for(&base().replacen("[workload]", "[workload]\nbusy_share = 0.5", 1));
+    assert!(e.contains("busy_share"), "{e}");
+}
