@@ -679,12 +679,16 @@ impl Mercury {
     /// Listing 2: one adaptation round, tenants in descending priority.
     fn adapt(&mut self, now_ns: u64, perf: &[f64], hint: &[f64]) {
         self.round += 1;
-        self.back_off_harmful_raises(perf);
+        // Each tenant's standing this round, judged once: the back-off and the round use it.
+        let standings: Vec<Standing> = (0..self.tenants.len())
+            .map(|i| self.standing(i, perf[i]))
+            .collect();
+        self.back_off_harmful_raises(&standings);
         let mut order = self.ascending();
         order.reverse();
         let mut all_ok = true;
         for &i in &order {
-            let standing = self.standing(i, perf[i]);
+            let standing = standings[i];
             // Strict priority: below a tenant that missed its SLO this round, nobody asks
             // for more (it would take back what the higher one was just given).
             let higher_missed = !all_ok;
@@ -785,10 +789,10 @@ impl Mercury {
     /// higher-priority tenant over its SLO is held from raising for `backoff` rounds
     /// (doubled each time, at most `probe_backoff_max_rounds`); a raise that hurt nobody
     /// halves it.
-    fn back_off_harmful_raises(&mut self, perf: &[f64]) {
+    fn back_off_harmful_raises(&mut self, standings: &[Standing]) {
         let missed: Vec<u32> = (0..self.tenants.len())
             .filter(|&i| self.tenants[i].admitted)
-            .filter(|&i| self.standing(i, perf[i]) == Standing::Unsatisfied)
+            .filter(|&i| standings[i] == Standing::Unsatisfied)
             .map(|i| self.tenants[i].priority)
             .collect();
         let max = self.cfg.probe_backoff_max_rounds;
