@@ -379,6 +379,12 @@ pub fn render(s: &Stats) -> String {
         s.room_waits,
         s.room_wait_s
     ));
+    if s.incompressible_resident_bytes > 0 {
+        o.push_str(&format!(
+            "incompressible: {} in DRAM that no compressed tier takes (kept over the budget; faults do not wait for it)\n",
+            format_bytes(s.incompressible_resident_bytes)
+        ));
+    }
     if s.probe_cpu_share > 0.0 {
         o.push_str(&format!(
             "latency probe: {:.3}% of a core (a pointer chase per memory node each quantum)\n",

@@ -272,7 +272,12 @@ impl RuntimeBackend {
         self.telemetry.clear();
         self.telemetry.push(TierTelemetry {
             used_bytes: st.resident * PAGE as u64,
-            capacity_bytes: st.budget_bytes(),
+            // Pages no compressed tier takes stay in DRAM whatever the policy plans: the
+            // budget holds the others. Counted in, a DRAM full of them would have the guard
+            // evict every compressible page each quantum, hot ones included (memcached
+            // with random values at a 320 MiB budget: 57 821 tier faults in 16 s, 46 % of
+            // its plain throughput).
+            capacity_bytes: st.budget_bytes() + st.incompressible * PAGE as u64,
             arrival_rate_per_s: touch_rate,
             occupancy: touch_rate * dram_ns / 1e9,
             ..Default::default()

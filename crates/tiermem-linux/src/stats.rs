@@ -162,6 +162,10 @@ pub struct Stats {
     /// slack plus one batch of faults, unless pages are pinned or incompressible).
     #[serde(default)]
     pub max_over_budget_bytes: u64,
+    /// DRAM held by pages a compressed tier refused as incompressible: they stay in DRAM
+    /// over the budget, and faults do not wait for room they fill.
+    #[serde(default)]
+    pub incompressible_resident_bytes: u64,
     /// Times faults waited for the manager to bring DRAM back under budget + slack, and
     /// the total time they waited.
     #[serde(default)]

@@ -157,9 +157,12 @@ impl Policy for BudgetGuard {
         for &p in &self.picked {
             let p = p as usize;
             if p < n && snap.placement[p] == TierId(0) {
-                // Refused (pinned, shared, incompressible): it never left.
+                // Refused (pinned, shared, incompressible): it never left. Active, so it is
+                // taken last: inactive, it would head the next quantum's victims again, and
+                // a DRAM full of such pages would never get below its budget.
                 self.last_seen[p] = now;
                 self.demoted_at[p] = 0;
+                self.active[p] = true;
             }
         }
         self.picked.clear();
@@ -246,6 +249,18 @@ mod tests {
         budget: u64,
         events: &[HeatEvent],
     ) -> Plan {
+        decide_at(10, pol, placement, resident, budget, events)
+    }
+
+    /// `decide_on` at time `now_ns`.
+    fn decide_at(
+        now_ns: u64,
+        pol: &mut BudgetGuard,
+        placement: &[TierId],
+        resident: u64,
+        budget: u64,
+        events: &[HeatEvent],
+    ) -> Plan {
         let specs = vec![
             spec(TierKind::Dram),
             spec(TierKind::Compressed {
@@ -263,7 +278,7 @@ mod tests {
             TierTelemetry::default(),
         ];
         pol.decide(&Snapshot {
-            now_ns: 10,
+            now_ns,
             quantum_ns: pol.quantum_ns(),
             page_bytes: 4096,
             tier_specs: &specs,
@@ -399,6 +414,30 @@ mod tests {
             faults <= 8,
             "{faults} hot-page faults over the last 200 quanta"
         );
+    }
+
+    #[test]
+    fn pages_the_backend_refused_are_taken_last() {
+        // 300 resident pages, a budget of 100: pages 200..300 were seen again (active).
+        let events: Vec<HeatEvent> = (200..300)
+            .map(|p| HeatEvent::HintFault {
+                page: p,
+                time_to_fault_ns: 1.0,
+            })
+            .collect();
+        let mut pol = BudgetGuard::alone(1, 1, 1);
+        let mut placement = vec![TierId(0); 300];
+        let plan = decide_on(&mut pol, &placement, 300, 100, &events);
+        // 300 - (100 - 16) = 216: the 200 inactive pages, then 16 active ones.
+        assert_eq!(plan.pages(), 216);
+        // The backend refuses pages 0..200 (incompressible) and moves the 16 others.
+        for m in plan.moves.iter().filter(|m| m.range.start >= 200) {
+            placement[m.range.start as usize] = TierId(1);
+        }
+        let plan = decide_at(20, &mut pol, &placement, 284, 100, &[]);
+        // 284 - 84 = 200: the 84 active pages never refused first, then 116 refused ones.
+        let untried = plan.moves.iter().filter(|m| m.range.start >= 200).count();
+        assert_eq!(untried, 84);
     }
 
     /// Promotes pages 0..50 (from tier 1), never touches the rest.

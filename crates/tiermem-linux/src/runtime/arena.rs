@@ -402,6 +402,9 @@ impl Runtime {
             if src.state.in_dram() {
                 st.resident -= 1;
             }
+            if src.incompressible_in_dram() {
+                st.incompressible -= 1; // `set` below counts it again
+            }
             if let PageState::Staged { slot, .. } = src.state {
                 st.hint_owner[slot as usize].0 = (dst + k) as u32;
             }

@@ -121,6 +121,9 @@ pub struct State {
     pub stall_ns: u64,
     /// Largest amount (pages) by which resident DRAM exceeded the budget.
     pub max_excess: u64,
+    /// Resident pages a compressed tier refused as incompressible (`F_INCOMPRESSIBLE`):
+    /// they cannot leave DRAM, so faults do not wait for them (`limit_pages`).
+    pub incompressible: u64,
     /// Times the fault thread waited for the manager to make room, and for how long.
     pub room_waits: u64,
     pub room_wait_ns: u64,
@@ -228,11 +231,15 @@ impl State {
     }
 
     /// Resident pages above which faults wait for the manager to make room: the budget
-    /// plus a slack of max(budget / 32, 1 MiB). One batch of faults (at most 32 messages,
+    /// plus a slack of max(budget / 32, 1 MiB), plus the resident pages known to be
+    /// incompressible (no eviction can take them out of DRAM: a fault waiting for them
+    /// would wait its full time on every batch). One batch of faults (at most 32 messages,
     /// each zero-filling up to 64 KiB) can still land on top: docs/runtime.md.
     pub fn limit_pages(&self) -> u64 {
         let budget = self.budget_bytes() / PAGE as u64;
-        budget.saturating_add((budget / 32).max(SLACK_MIN_PAGES))
+        budget
+            .saturating_add((budget / 32).max(SLACK_MIN_PAGES))
+            .saturating_add(self.incompressible)
     }
 }
 
@@ -336,6 +343,7 @@ impl Runtime {
             first_touch: 0,
             stall_ns: 0,
             max_excess: 0,
+            incompressible: 0,
             room_waits: 0,
             room_wait_ns: 0,
             thrash: Thrash::default(),
@@ -525,6 +533,7 @@ impl Runtime {
             forks: st.forks,
             tier_fault_service_s: st.stall_ns as f64 / 1e9,
             max_over_budget_bytes: st.max_excess * PAGE as u64,
+            incompressible_resident_bytes: st.incompressible * PAGE as u64,
             room_waits: st.room_waits,
             room_wait_s: st.room_wait_ns as f64 / 1e9,
             thrashing: st.thrash.flagged,

@@ -305,7 +305,7 @@ impl Runtime {
                 if was_resident {
                     self.promote(st, j, None);
                 }
-                st.pages[j].flags |= F_INCOMPRESSIBLE;
+                st.mark_incompressible(j);
                 MoveResult::NoCapacity
             }
         }

@@ -129,12 +129,20 @@ impl Page {
     pub fn new(state: PageState, flags: u8) -> Self {
         Page { state, flags }
     }
+
+    /// In DRAM and refused by a compressed tier (`State::incompressible` counts these).
+    pub fn incompressible_in_dram(&self) -> bool {
+        self.state.in_dram() && self.flags & F_INCOMPRESSIBLE != 0
+    }
 }
 
 impl State {
     pub(super) fn set(&mut self, i: usize, p: Page) {
         let old = self.pages[i].state;
         let new = p.state;
+        if self.pages[i].incompressible_in_dram() {
+            self.incompressible = self.incompressible.saturating_sub(1);
+        }
         if old.in_dram() {
             self.resident -= 1;
         }
@@ -168,6 +176,9 @@ impl State {
             p.flags & !F_SHARED
         };
         self.pages[i] = Page::new(new, flags);
+        if self.pages[i].incompressible_in_dram() {
+            self.incompressible += 1;
+        }
         if old.placement() != new.placement() {
             self.log_placement(i);
         }
@@ -182,6 +193,15 @@ impl State {
     /// declaring the page empty (ABSENT) here, as before, only hid the loss.
     pub(super) fn no_page(&mut self) {
         self.evict_no_page += 1;
+    }
+
+    /// Flag page `i`, in DRAM, as refused by a compressed tier: moves to a compressed tier
+    /// skip it until it is installed again (its data may change).
+    pub(super) fn mark_incompressible(&mut self, i: usize) {
+        if !self.pages[i].incompressible_in_dram() && self.pages[i].state.in_dram() {
+            self.incompressible += 1;
+        }
+        self.pages[i].flags |= F_INCOMPRESSIBLE;
     }
 
     /// Flag page `i` shared with a fork child (the kernel refused to move it): moves skip it
