@@ -332,14 +332,6 @@ mod tests {
         let mut pol = BudgetGuard::alone(1, 1, 1);
         let mut rng: u64 = 0x9E37_79B9_7F4A_7C15;
         let (mut sweep, mut hot_faults) = (hot, 0);
-        let specs = vec![
-            spec(TierKind::Dram),
-            spec(TierKind::Compressed {
-                codec: "lz4".into(),
-                allocator: "zsmalloc".into(),
-                backing: "dram".into(),
-            }),
-        ];
         for q in 0..quanta {
             let mut events = Vec::new();
             let mut access = |p: u32, events: &mut Vec<HeatEvent>| -> bool {
@@ -370,28 +362,7 @@ mod tests {
                 sweep += 1;
             }
             let resident = placement.iter().filter(|&&t| t == TierId(0)).count() as u64;
-            let tiers = vec![
-                TierTelemetry {
-                    used_bytes: resident * 4096,
-                    capacity_bytes: budget * 4096,
-                    ..Default::default()
-                },
-                TierTelemetry::default(),
-            ];
-            let plan = pol.decide(&Snapshot {
-                now_ns: 1 + q as u64,
-                quantum_ns: 1,
-                page_bytes: 4096,
-                tier_specs: &specs,
-                tiers: &tiers,
-                placement: &placement,
-                events: &events,
-                tenants: &[],
-                controls: &tiermem_core::NO_CONTROLS,
-                tenant_telemetry: &[],
-                access_bits: None,
-                moved: None,
-            });
+            let plan = decide_at(1 + q as u64, &mut pol, &placement, resident, budget, &events);
             for m in &plan.moves {
                 for p in m.range.pages() {
                     placement[p as usize] = m.to;
