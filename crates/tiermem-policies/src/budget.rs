@@ -51,7 +51,7 @@ pub struct BudgetGuard {
     /// The demotion clock: pages the guard has demoted (wrapping, never 0).
     demotions: u32,
     /// Pages demoted last quantum: if still resident now, the backend refused them
-    /// (pinned, shared with a fork child, incompressible): treat them as warm for a while.
+    /// (pinned, shared with a fork child, incompressible): they become active (taken last).
     picked: Vec<u32>,
     /// Scratch: pages the guarded policy's plan moves this quantum.
     planned: Vec<bool>,
