@@ -186,12 +186,7 @@ fn incompressible_data_over_the_budget_does_not_evict_the_pages_in_use() {
     let out = run(cmd, None, 300, "tiered python3");
     assert_eq!(ok(&out, "tiered python3"), want);
     let s = final_stats(&stats);
-    let rejected: u64 = s["tiers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["rejected_incompressible"].as_u64().unwrap())
-        .sum();
+    let rejected = tiers_total(&s, "rejected_incompressible");
     assert!(rejected > 4096, "the random data was not tried: {s}");
     // The 8 MiB in use is rewritten 40 times (82 k page writes). Counting the pages no
     // tier takes against the budget, the guard evicted it every quantum: 84 793 tier

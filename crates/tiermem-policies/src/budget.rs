@@ -130,24 +130,23 @@ impl Policy for BudgetGuard {
             .first()
             .map_or(0, |t| t.capacity_bytes / snap.page_bytes.max(1));
         for e in snap.events {
-            let (p, seen_again) = match *e {
-                HeatEvent::HintFault { page, .. } => (page, true),
+            // (page, seen at all, seen again while resident)
+            let (p, seen, seen_again) = match *e {
+                HeatEvent::HintFault { page, .. } => (page, true, true),
                 HeatEvent::TierFault { page }
                 | HeatEvent::Accessed { page }
-                | HeatEvent::Sample { page, .. } => (page, false),
-                HeatEvent::Prefetched { page } => {
-                    // Brought in beside a fault, not seen: as recent, not active.
-                    if (page as usize) < n {
-                        self.last_seen[page as usize] = now;
-                    }
-                    continue;
-                }
+                | HeatEvent::Sample { page, .. } => (page, true, false),
+                // Brought in beside a fault, not seen: as recent, not active.
+                HeatEvent::Prefetched { page } => (page, false, false),
             };
             let p = p as usize;
             if p >= n {
                 continue;
             }
             self.last_seen[p] = now;
+            if !seen {
+                continue;
+            }
             let at = std::mem::take(&mut self.demoted_at[p]);
             let refault_distance = self.demotions.wrapping_sub(at) as u64;
             if seen_again || (at != 0 && refault_distance <= budget) {

@@ -198,10 +198,11 @@ impl State {
     /// Flag page `i`, in DRAM, as refused by a compressed tier: moves to a compressed tier
     /// skip it until it is installed again (its data may change).
     pub(super) fn mark_incompressible(&mut self, i: usize) {
-        if !self.pages[i].incompressible_in_dram() && self.pages[i].state.in_dram() {
+        let p = &mut self.pages[i];
+        if p.state.in_dram() && p.flags & F_INCOMPRESSIBLE == 0 {
             self.incompressible += 1;
         }
-        self.pages[i].flags |= F_INCOMPRESSIBLE;
+        p.flags |= F_INCOMPRESSIBLE;
     }
 
     /// Flag page `i` shared with a fork child (the kernel refused to move it): moves skip it

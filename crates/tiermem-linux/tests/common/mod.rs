@@ -205,22 +205,22 @@ pub fn final_stats(path: &Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
-pub fn tier_faults(s: &serde_json::Value) -> u64 {
+/// A per-tier counter of the stats, summed over the tiers.
+pub fn tiers_total(s: &serde_json::Value, key: &str) -> u64 {
     s["tiers"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| t["faults"].as_u64().unwrap())
+        .map(|t| t[key].as_u64().unwrap())
         .sum()
 }
 
+pub fn tier_faults(s: &serde_json::Value) -> u64 {
+    tiers_total(s, "faults")
+}
+
 pub fn migrations_in(s: &serde_json::Value) -> u64 {
-    s["tiers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["migrations_in"].as_u64().unwrap())
-        .sum()
+    tiers_total(s, "migrations_in")
 }
 
 pub fn ok(o: &Output, what: &str) -> String {
