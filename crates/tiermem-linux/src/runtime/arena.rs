@@ -376,7 +376,9 @@ impl Runtime {
         if let Err(e) = move_vmas_keeping_source(old, keep_n * PAGE, dst_a) {
             // A part moved and brought back lost its registration: register it again.
             if let Err(r) = self.uffd.register(old, keep_n * PAGE) {
-                report(&format!("re-register of {old:#x} after a failed mremap failed: {r}"));
+                super::report_fatal(&format!(
+                    "re-register of {old:#x} after a failed mremap failed: {r}"
+                ));
             }
             self.reserve(dst_a, new_len);
             st.give_back(dst as u32, new_n as u32);
@@ -389,7 +391,7 @@ impl Runtime {
         // The moved VMA lost its registration (no UFFD_FEATURE_EVENT_REMAP): register it
         // again before any page of it can be absent to the kernel's eyes.
         if let Err(e) = self.uffd.register(dst_a, keep_n * PAGE) {
-            report(&format!("re-register after mremap of {old:#x} failed: {e}"));
+            super::report_fatal(&format!("re-register after mremap of {old:#x} failed: {e}"));
         }
         // Carry each page's state to its new index without counting it twice.
         for k in 0..keep_n {
@@ -505,7 +507,9 @@ fn move_vmas_keeping_source(old: usize, len: usize, dst: usize) -> Result<usize,
         if let Err(e) = move_keeping_source(a, l, dst + (a - old)) {
             for &(a, l) in parts[..moved].iter().rev() {
                 if let Err(b) = move_keeping_source(dst + (a - old), l, a) {
-                    report(&format!("moving {a:#x} back after a failed mremap failed: {b}"));
+                    super::report_fatal(&format!(
+                        "moving {a:#x} back after a failed mremap failed: {b}"
+                    ));
                 }
             }
             return Err(e);

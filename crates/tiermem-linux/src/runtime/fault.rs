@@ -215,7 +215,7 @@ impl Runtime {
                 // ours, drops one): it reads as zeros, as the kernel says, and is reported.
                 if self.uffd.copy(a, zeros(PAGE), PAGE) == Op::Done {
                     st.resident_refilled += 1;
-                    report(&format!(
+                    super::report_fatal(&format!(
                         "page {a:#x} held as resident had no page: it reads as zeros now"
                     ));
                 } else {
@@ -244,7 +244,7 @@ impl Runtime {
                         let f = st.pages[i].flags & !F_INCOMPRESSIBLE;
                         st.set(i, Page::new(PageState::mapped_in(home), f));
                         st.resident_refilled += 1;
-                        report(&format!(
+                        super::report_fatal(&format!(
                             "page {a:#x} staged in slot {slot} had no page: it reads as zeros now"
                         ));
                     }
@@ -347,7 +347,7 @@ impl Runtime {
                     t.codec.decompress(t.pool.get(handle), &mut buf)
                 };
                 if !ok {
-                    report(&format!(
+                    super::report_fatal(&format!(
                         "corrupt compressed page at {a:#x}: kept in its tier"
                     ));
                     st.pbuf = buf;

@@ -585,6 +585,12 @@ fn process_anon_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// A line for a condition where the program's data is at stake (a page that reads as zeros
+/// or cannot be decompressed, a region that lost its registration).
+pub fn report_fatal(msg: &str) {
+    report(msg)
+}
+
 /// One line on stderr (never panics, never allocates through the program's allocator).
 pub fn report(msg: &str) {
     let _g = crate::InternalGuard::new();

@@ -662,7 +662,7 @@ impl Runtime {
                 let t = &st.tiers[tier as usize - 1];
                 let dst = &mut b.run[(k - j) * PAGE..(k - j + 1) * PAGE];
                 if !t.codec.decompress(t.pool.get(handle.get()), dst) {
-                    report(&format!(
+                    super::report_fatal(&format!(
                         "corrupt compressed page at {:#x}: kept in its tier",
                         self.addr(k)
                     ));
