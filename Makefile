@@ -41,7 +41,7 @@ help:
 	@echo "make lint          clippy -D warnings, the SAFETY-comment check, ruff"
 	@echo "make setup         apt packages, .venv with pinned deps, release build, Python extension"
 	@echo "make bench         run scripts/bench.sh (bench/*/run.sh + timed reproductions)"
-	@echo "make docs-results  regenerate docs/results.md from $(OUT)/**/summary.json and bench/runtime/results.md"
+	@echo "make docs-results  regenerate docs/results.md from $(OUT)/**/summary.json and the bench/*/results.md pages"
 	@echo "make reproduce-all every paper's figures (QUICK=1 for the quick suite) into $(OUT)/, then docs-results"
 	@echo "make setup-ray     make sure the venv has Ray (the dev lock pins it; tiermem[ray] for users)"
 
@@ -137,7 +137,8 @@ reproduce-all: setup
 docs-results: venv
 	PYTHONPATH=$(CURDIR)/python $(PY) -m tiermem.results_page $(OUT) docs/results.md --exclude bench \
 	    --bench bench/runtime/results.md --bench bench/tierscape/kv.md \
-	    --bench bench/tierscape/kv-memcached-rounds.md --bench bench/reproduce/results.md
+	    --bench bench/tierscape/kv-memcached-rounds.md --bench bench/reproduce/results.md \
+	    --bench bench/kernel_baseline/results.md
 
 # ---- maintenance ---------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 # Benchmark dispatcher (`make bench`): runs every bench/*/run.sh (bench/reproduce times
 # every reproduction, quick and full) and prints a summary.
 # (bench/heap: perl, awk, sort, xz, python, numpy plain vs 100/50/25 % budgets -> bench/heap/results.md.)
+# (bench/kernel_baseline: CPython, perl, gawk, sqlite3, sort, a JVM, node.js, hot10, churn: plain vs
+#  tiermem's default mode vs zswap at tiermem's peak memory -> bench/kernel_baseline/results.md.)
 # Each step's output goes to out/bench/<name>.log; a failing step is reported (and makes
 # the exit status 1) but does not stop the others.
 #
