@@ -441,6 +441,18 @@ def run_once(prog, mode, ctx, limit=None, timeout=600):
         oc = dict(line.split() for line in cg_read(cg, "memory.oom_control").splitlines() if len(line.split()) == 2)
         r["oom_kill"] = int(oc.get("oom_kill", 0))
     if stats_glob:
+        # The runtime's own lines (info, warn; fatal ones also go to stderr): RUN_DIR/log,
+        # one file per user, lines tagged tiermem[PID].
+        rd = os.environ.get("TIERMEM_RUN_DIR", "/nonexistent")
+        tagp = "tiermem[%d]" % proc.pid
+        lines = []
+        for name in ("log.1", "log"):
+            try:
+                with open(os.path.join(rd, name), errors="replace") as f:
+                    lines += [ln.rstrip("\n") for ln in f if tagp in ln]
+            except OSError:
+                pass
+        r["log"] = lines[-200:]
         sts = [read_json(os.path.join(stats_glob, f)) for f in sorted(os.listdir(stats_glob))]
         sts = [s for s in sts if isinstance(s, dict)]
         r["stats"] = sts
@@ -773,14 +785,15 @@ def render(raw, out):
     L.append("## Programs")
     L.append("")
     for p, runs in results:
-        L.append("- **%s**: %s.%s" % (p["name"], p["what"], (" `%s`" % p.get("version", "-")) if runs else ""))
+        v = p.get("version", "-")
+        L.append("- **%s**: %s.%s" % (p["name"], p["what"], (" `%s`" % v) if runs and v != "-" else ""))
     L.append("")
     notes = []
     for p, runs in results:
         for m, rs in (runs or {}).items():
             for r in rs:
                 if m != "plain":
-                    lines = [ln for ln in r["err"].splitlines() if "tiermem" in ln.lower()]
+                    lines = [ln for ln in r["err"].splitlines() if "tiermem" in ln.lower()] + r.get("log", [])
                     if lines:
                         notes.append("- %s, %s: `%s`%s" % (p["name"], labels[m], lines[0][:300],
                                                           " (+%d more lines)" % (len(lines) - 1) if len(lines) > 1 else ""))
@@ -790,7 +803,7 @@ def render(raw, out):
                         p["name"], labels[m], r["rc"], " (timeout)" if r["timed_out"] else "",
                         " (OOM-killed in the cgroup)" if r.get("oom_kill") else "", " / ".join(tail)[:400]))
     if notes:
-        L.append("## What the runs printed on stderr (tiermem lines, failures)")
+        L.append("## What tiermem said (its lines on stderr and in RUN_DIR/log), and failures")
         L.append("")
         L += notes
         L.append("")

@@ -62,7 +62,7 @@ ARGS=(--out "${OUT:-$HERE/results.md}" --work "$WORK" --tiermem "$WORK/bin/tierm
       --preload "$WORK/bin/libtiermem_preload.so" --hot10 "$WORK/bin/hot10" --churn "$WORK/bin/churn"
       --reps "${REPS:-1}" --flags "${TIERMEM_FLAGS:-}")
 # Which build ran (TIERMEM_LABEL=TEXT overrides): the commit, and whether crates/ had changes.
-LABEL=${TIERMEM_LABEL:-"$REL at $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- crates 2>/dev/null || echo ' (crates/ modified)')"}
+LABEL=${TIERMEM_LABEL:-"$REL (tiermem built $(date -u -r "$REL/tiermem" +%FT%TZ)) at $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- crates 2>/dev/null || echo ', crates/ modified')"}
 ARGS+=(--build "$LABEL")
 [[ ${QUICK:-0} != 0 ]] && ARGS+=(--quick)
 [[ -n ${ONLY:-} ]] && ARGS+=(--only "$ONLY")
