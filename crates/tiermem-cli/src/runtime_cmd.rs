@@ -31,6 +31,11 @@ pub struct RunArgs {
     /// (chosen from the program's spatial locality). Overrides the config file.
     #[arg(long, value_name = "UNIT")]
     pub fault_around: Option<String>,
+    /// Also print the runtime's lines (thrashing advice, warnings) on stderr, for the
+    /// program started (not its children). Without it they go to RUN_DIR/log and `tiermem
+    /// stat` only; lines saying the program's data is at stake always go to stderr too.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     /// Program and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     pub program: Vec<String>,
@@ -178,7 +183,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     // starts; directories of dead programs go now.
     tiermem_linux::control::prepare_run_dir(&cfg.run_dir, &cfg.stats_mode)
         .map_err(|e| Error::usage(format!("control directory: {e}")))?;
-    tiermem_linux::launch::exec(&cfg, &a.program)
+    tiermem_linux::launch::exec(&cfg, &a.program, a.verbose)
 }
 
 /// `tiermem attach`: checks in the order a user fixes them (the process, our access to
@@ -422,7 +427,7 @@ pub fn render(s: &Stats) -> String {
     }
     if s.resident_refilled + s.absent_with_page > 0 {
         o.push_str(&format!(
-            "INTEGRITY: {} pages held in DRAM had no data (dropped outside tiermem, now zeros), {} pages held absent had a page; see stderr\n",
+            "INTEGRITY: {} pages held in DRAM had no data (dropped outside tiermem, now zeros), {} pages held absent had a page; see the log\n",
             s.resident_refilled, s.absent_with_page
         ));
     }
@@ -433,6 +438,24 @@ pub fn render(s: &Stats) -> String {
             s.tier_fault_service_s,
             s.suggested_budget.as_deref().unwrap_or("higher")
         ));
+    }
+    let lines = s.messages_info + s.messages_warn + s.messages_fatal;
+    if lines > 0 {
+        o.push_str(&format!(
+            "runtime lines: {lines} (info {}, warn {}, fatal {}) in {}; last:\n",
+            s.messages_info,
+            s.messages_warn,
+            s.messages_fatal,
+            if s.log_file.is_empty() {
+                "no log (RUN_DIR unusable or not created)"
+            } else {
+                &s.log_file
+            }
+        ));
+        let last = s.recent_messages.len().saturating_sub(3);
+        for l in &s.recent_messages[last..] {
+            o.push_str(&format!("  {l}\n"));
+        }
     }
     o
 }
@@ -590,6 +613,27 @@ mod tests {
     }
 
     #[test]
+    fn stat_shows_the_runtimes_lines_and_where_they_went() {
+        let mut s = Stats::default();
+        assert!(!render(&s).contains("runtime lines"));
+        assert!(s
+            .prometheus()
+            .contains("tiermem_messages_total{pid=\"0\",level=\"warn\"} 0\n"));
+        s.messages_info = 1;
+        s.messages_warn = 4;
+        s.log_file = "/run/tiermem/log".into();
+        s.recent_messages = (0..5).map(|k| format!("T warn: line {k}")).collect();
+        let text = render(&s);
+        assert!(
+            text.contains("runtime lines: 5 (info 1, warn 4, fatal 0) in /run/tiermem/log; last:\n  T warn: line 2\n  T warn: line 3\n  T warn: line 4\n"),
+            "{text}"
+        );
+        assert!(s
+            .prometheus()
+            .contains("tiermem_messages_total{pid=\"0\",level=\"warn\"} 4\n"));
+    }
+
+    #[test]
     fn stat_shows_the_policys_own_counters_when_it_has_any() {
         let mut s = Stats::default();
         assert!(!render(&s).contains("policy counters"));
@@ -618,6 +662,7 @@ mod tests {
             allocator: None,
             policy: None,
             fault_around: None,
+            verbose: false,
             program: vec!["true".into()],
         };
         // The built-in tier "lz4" with --codec zstd: shown as "1:zstd".

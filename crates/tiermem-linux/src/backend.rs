@@ -535,7 +535,7 @@ pub fn manager_loop(rt: &'static Runtime) {
         }
     };
     // The control directory and socket (control.rs), created with the first managed
-    // memory; refused (one line on stderr) -> none at all, nothing written elsewhere.
+    // memory; refused (a warn line, runtime/log.rs) -> none at all, nothing written elsewhere.
     let mut ctl: Option<crate::control::Server> = None;
     let mut ctl_refused = false;
     let mut next_pub = 0u64;
@@ -555,7 +555,7 @@ pub fn manager_loop(rt: &'static Runtime) {
             last_counters = counters;
         }
         if let Some(line) = rt.check_thrash() {
-            crate::runtime::report(&line);
+            crate::runtime::report_info(&line);
         }
         let publish = rt.publish.load(std::sync::atomic::Ordering::Relaxed);
         if let Some(c) = ctl.as_mut().filter(|_| publish) {

@@ -2,6 +2,8 @@
 //!
 //! ```text
 //!   RUN_DIR/            0700, owned by the user running the program
+//!     log, log.1        0600, the runtime's lines of all the user's programs (runtime/log.rs;
+//!                       appended, `log` renamed to `log.1` past 1 MiB)
 //!     PID/              0700, one per program (removed at its exit, or by the next start)
 //!       stats.json      0600 (`stats_mode`), published every 250 ms
 //!       metrics.prom    0600 (`stats_mode`), Prometheus text
@@ -383,6 +385,117 @@ pub fn prepare_run_dir(run_dir: &str, stats_mode: &str) -> Result<usize, String>
     Ok(remove_stale_in(run.as_raw_fd()))
 }
 
+/// The runtime's log in RUN_DIR (runtime/log.rs), and its one older generation.
+pub const LOG_FILE: &str = "log";
+pub const LOG_FILE_OLD: &str = "log.1";
+/// Size past which the log is renamed to `log.1` (and a new one started).
+pub const LOG_MAX_BYTES: u64 = 1 << 20;
+
+/// Why a line could not be appended to the log.
+pub enum LogError {
+    /// RUN_DIR does not exist (yet): keep the line for later.
+    NotYet,
+    /// RUN_DIR or the log is not safe to write (see [`append_log`]): write nowhere.
+    Refused,
+}
+
+/// RUN_DIR/log, opened for one append: created 0600, never through a symlink
+/// (`O_NOFOLLOW`, relative to the verified directory fd); it must be a regular file of ours
+/// with one link, writable by nobody else.
+fn open_log(run: RawFd) -> Result<(OwnedFd, libc::stat), LogError> {
+    let name = cname(LOG_FILE);
+    // SAFETY: an open directory fd and a NUL-terminated name; O_NOFOLLOW: a symlink is refused.
+    let fd = unsafe {
+        libc::openat(
+            run,
+            name.as_ptr(),
+            libc::O_WRONLY
+                | libc::O_APPEND
+                | libc::O_CREAT
+                | libc::O_NOFOLLOW
+                | libc::O_CLOEXEC
+                | libc::O_NONBLOCK,
+            0o600 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(LogError::Refused);
+    }
+    // SAFETY: the fd was just returned to us by the kernel, is valid, and nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    match fstat(fd.as_raw_fd()) {
+        Some(st)
+            if st.st_mode & libc::S_IFMT == libc::S_IFREG
+                && st.st_uid == euid()
+                && st.st_nlink == 1
+                && st.st_mode & 0o022 == 0 =>
+        {
+            Ok((fd, st))
+        }
+        _ => Err(LogError::Refused),
+    }
+}
+
+/// Append `data` to RUN_DIR/log in one `write` (runtime/log.rs; `O_APPEND`, so lines of
+/// several processes never mix). RUN_DIR is checked as for the control directory (a real
+/// directory owned by us, writable by nobody else, no group/other bits beyond `dir_mode`)
+/// but never created nor changed here. A log that would grow past [`LOG_MAX_BYTES`] is
+/// renamed to `log.1` first, under `flock` and only while the name still is that file, so
+/// processes rotating at once lose nothing.
+pub fn append_log(run_dir: &str, dir_mode: u32, data: &[u8]) -> Result<(), LogError> {
+    let path = Path::new(run_dir);
+    let c = cpath(path).map_err(|_| LogError::Refused)?;
+    // SAFETY: `c` is a NUL-terminated path; O_NOFOLLOW: a symlink is refused.
+    let fd = unsafe { libc::open(c.as_ptr(), open_dir_flags()) };
+    if fd < 0 {
+        return Err(match errno() {
+            libc::ENOENT => LogError::NotYet,
+            _ => LogError::Refused,
+        });
+    }
+    // SAFETY: the fd was just returned to us by the kernel, is valid, and nothing else owns it.
+    let run = unsafe { OwnedFd::from_raw_fd(fd) };
+    check_dir(run.as_raw_fd(), path, &[euid()], None).map_err(|_| LogError::Refused)?;
+    if fstat(run.as_raw_fd()).is_none_or(|st| st.st_mode & 0o077 & !dir_mode != 0) {
+        return Err(LogError::Refused);
+    }
+    let (mut f, st) = open_log(run.as_raw_fd())?;
+    if st.st_size > 0 && st.st_size as u64 + data.len() as u64 > LOG_MAX_BYTES {
+        // SAFETY: an fd of ours; the lock is released when it closes.
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+        let (log, old) = (cname(LOG_FILE), cname(LOG_FILE_OLD));
+        let same = |n: libc::stat| (n.st_dev, n.st_ino) == (st.st_dev, st.st_ino);
+        if lstat_at(run.as_raw_fd(), &log).is_some_and(same) {
+            // SAFETY: one open directory fd and two NUL-terminated names: a rename inside it.
+            unsafe { libc::renameat(run.as_raw_fd(), log.as_ptr(), run.as_raw_fd(), old.as_ptr()) };
+        }
+        drop(f);
+        f = open_log(run.as_raw_fd())?.0;
+    }
+    let mut rest = data;
+    while !rest.is_empty() {
+        // SAFETY: `rest` is valid for reads of `rest.len()` bytes and `f` is an open file of ours.
+        let r = unsafe {
+            libc::write(
+                f.as_raw_fd(),
+                rest.as_ptr() as *const libc::c_void,
+                rest.len(),
+            )
+        };
+        if r > 0 {
+            rest = &rest[r as usize..];
+        } else if !(r < 0 && errno() == libc::EINTR) {
+            // Nothing written (a full disk): keep the lines for later; else drop the rest.
+            return if rest.len() == data.len() {
+                Err(LogError::NotYet)
+            } else {
+                Ok(())
+            };
+        }
+    }
+    Ok(())
+}
+
 /// (device, inode) of an fd, to notice that a program closed it and reused the number.
 fn identity(fd: RawFd) -> Option<(u64, u64)> {
     fstat(fd).map(|s| (s.st_dev, s.st_ino))
@@ -567,6 +680,8 @@ impl Server {
             s.listener = Slot::None;
             remove_pid_dir(run.as_raw_fd(), &cname(&pid.to_string()), uid);
         }
+        // RUN_DIR exists now: the runtime's lines that waited for it go to its log.
+        crate::runtime::log::flush();
         Ok(s)
     }
 

@@ -1,6 +1,7 @@
 //! `tiermem run`: check userfaultfd, find the preload library, exec PROGRAM with it.
 //! tiermem execs the program (no parent process in between): its PID, signals, stdout,
-//! stderr and exit status are the program's own.
+//! stderr and exit status are the program's own (the runtime writes nothing on them but
+//! fatal lines, unless `--verbose`: runtime/log.rs).
 
 use crate::config::RuntimeConfig;
 use std::os::unix::process::CommandExt;
@@ -68,14 +69,22 @@ pub fn command(cfg: &RuntimeConfig, program: &[String]) -> Result<std::process::
     let mut cmd = std::process::Command::new(&program[0]);
     cmd.args(&program[1..])
         .env("LD_PRELOAD", ld)
-        .env("TIERMEM_CONFIG_JSON", json);
+        .env("TIERMEM_CONFIG_JSON", json)
+        // Only `exec --verbose` names a process whose lines go to stderr (runtime/log.rs).
+        .env_remove(crate::runtime::log::VERBOSE_ENV);
     Ok(cmd)
 }
 
 /// Replace this process with PROGRAM under the runtime. Returns only on failure, with
-/// the exit status a shell would give (127 not found, 126 not executable).
-pub fn exec(cfg: &RuntimeConfig, program: &[String]) -> Result<i32> {
-    let err = command(cfg, program)?.exec();
+/// the exit status a shell would give (127 not found, 126 not executable). `verbose`: the
+/// runtime's lines in this process (which becomes the program: same PID) also go to
+/// stderr; its descendants' go only to the log, as without it (runtime/log.rs).
+pub fn exec(cfg: &RuntimeConfig, program: &[String], verbose: bool) -> Result<i32> {
+    let mut cmd = command(cfg, program)?;
+    if verbose {
+        cmd.env(crate::runtime::log::VERBOSE_ENV, std::process::id().to_string());
+    }
+    let err = cmd.exec();
     match err.kind() {
         std::io::ErrorKind::NotFound => {
             eprintln!("tiermem: {}: command not found", program[0]);

@@ -121,8 +121,8 @@ pub struct Stats {
     #[serde(default)]
     pub evict_no_page: u64,
     /// Faults on pages held resident that had no page (data dropped outside tiermem's
-    /// moves: zeros installed, reported on stderr), and absent pages found holding one
-    /// (counted resident). Zero unless something is wrong.
+    /// moves: zeros installed, reported as fatal: RUN_DIR/log and stderr), and absent
+    /// pages found holding one (counted resident). Zero unless something is wrong.
     #[serde(default)]
     pub resident_refilled: u64,
     #[serde(default)]
@@ -209,6 +209,20 @@ pub struct Stats {
     /// granularity, the analytical TierScape's solves), as of the last engine step.
     #[serde(default)]
     pub policy_counters: BTreeMap<String, u64>,
+    /// The runtime's lines so far by level (runtime/log.rs: info = advice such as
+    /// thrashing, warn = something tiermem could not do, fatal = the program's data at
+    /// stake), the last few of them (`TIME LEVEL: message`, oldest first), and the log file
+    /// they went to ("" when none: RUN_DIR unusable, or not created yet).
+    #[serde(default)]
+    pub messages_info: u64,
+    #[serde(default)]
+    pub messages_warn: u64,
+    #[serde(default)]
+    pub messages_fatal: u64,
+    #[serde(default)]
+    pub recent_messages: Vec<String>,
+    #[serde(default)]
+    pub log_file: String,
 }
 
 impl Stats {
@@ -338,6 +352,16 @@ impl Stats {
                     t.name
                 ));
             }
+        }
+        s.push_str("# HELP tiermem_messages_total Lines the runtime reported (RUN_DIR/log), by level\n# TYPE tiermem_messages_total counter\n");
+        for (level, v) in [
+            ("info", self.messages_info),
+            ("warn", self.messages_warn),
+            ("fatal", self.messages_fatal),
+        ] {
+            s.push_str(&format!(
+                "tiermem_messages_total{{pid=\"{pid}\",level=\"{level}\"}} {v}\n"
+            ));
         }
         if !self.policy_counters.is_empty() {
             s.push_str("# HELP tiermem_policy_counter The policy's own counters (Policy::counters)\n# TYPE tiermem_policy_counter gauge\n");

@@ -42,10 +42,11 @@ fn run_alloc_race(budget: &str, threads: u32, seconds: f64, seed: u32) {
     let out = run(cmd, None, 120, &what);
     let stdout = ok(&out, &what);
     assert!(stdout.starts_with("ok "), "{what}: {stdout}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let p = problems(&stats, &out);
     assert!(
-        runtime_problems(&stderr).is_empty(),
-        "{what}: the runtime reported a problem:\n{stderr}"
+        p.is_empty(),
+        "{what}: the runtime reported a problem:\n{}",
+        p.join("\n")
     );
     // Realloc growth moved page tables every time: a region moved before is two VMAs,
     // which a single mremap refuses (EFAULT; the block was then copied).
@@ -96,14 +97,19 @@ fn c_program_prints_ok_reporting(
     let out = run(cmd, None, 120, what);
     let stdout = ok(&out, what);
     assert_eq!(stdout.trim(), "ok", "{what}: {stdout}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let problems: Vec<&str> = runtime_problems(&stderr)
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if let Some(e) = expected {
+        // The reports provoked here are fatal ones (data at stake): on stderr too.
+        assert!(stderr.contains(e), "{what}: `{e}` not on stderr: {stderr}");
+    }
+    let found: Vec<String> = problems(&stats, &out)
         .into_iter()
         .filter(|l| expected.is_none_or(|e| !l.contains(e)))
         .collect();
     assert!(
-        problems.is_empty(),
-        "{what}: the runtime reported a problem:\n{stderr}"
+        found.is_empty(),
+        "{what}: the runtime reported a problem:\n{}",
+        found.join("\n")
     );
     final_stats(&stats)
 }
@@ -221,6 +227,7 @@ fn eight_python_threads_building_dicts_match_a_plain_run() {
             let (cmd, stats) = tiered(budget, &[&py, "-c", PY_THREADS]);
             let out = run(cmd, None, 120, &what);
             let got = ok(&out, &what);
+            let p = problems(&stats, &out);
             let st = final_stats(&stats);
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert_eq!(
@@ -228,8 +235,9 @@ fn eight_python_threads_building_dicts_match_a_plain_run() {
                 "{what}: output differs\nstderr: {stderr}\nstats: {st}"
             );
             assert!(
-                runtime_problems(&stderr).is_empty(),
-                "{what}: the runtime reported a problem:\n{stderr}"
+                p.is_empty(),
+                "{what}: the runtime reported a problem:\n{}",
+                p.join("\n")
             );
         }
     }

@@ -276,6 +276,8 @@ fn hostile_run_directories_are_refused() {
         "stats.json",
         "metrics.prom",
         "control.sock",
+        "log",
+        "log.1",
     ] {
         std::os::unix::fs::symlink(&victim, ww.join(name)).unwrap();
     }
@@ -324,9 +326,11 @@ fn hostile_run_directories_are_refused() {
         );
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     }
-    // The runtime alone (LD_PRELOAD, as a program started without the CLI would be).
+    // The runtime alone (LD_PRELOAD, as a program started without the CLI would be): it
+    // writes nowhere, not even on the program's stderr; its final stats say why.
     let (so, _) = built();
-    for (dir, why) in &cases {
+    for (k, (dir, why)) in cases.iter().enumerate() {
+        let final_stats = s.path(&format!("final-{k}.json"));
         let mut c = Command::new(touch_bin());
         c.args(["--mb", "16", "--settle-ms", "1200"])
             .env("LD_PRELOAD", so)
@@ -334,15 +338,21 @@ fn hostile_run_directories_are_refused() {
                 "TIERMEM_CONFIG_JSON",
                 serde_json::json!({ "run_dir": dir, "dram_budget": "50%" }).to_string(),
             )
-            .env("TIERMEM_RUN_DIR", dir);
+            .env("TIERMEM_RUN_DIR", dir)
+            .env("TIERMEM_STATS_OUT", &final_stats);
         let o = run(c, None, 60, "tiermem-touch under the preload");
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success(), "{err}");
+        assert!(err.is_empty(), "{}: written on stderr: {err}", dir.display());
+        let st: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&final_stats).unwrap()).unwrap();
+        let recent = st["recent_messages"].to_string();
         assert!(
-            err.contains("no control directory") && err.contains(why),
-            "{}: {err}",
+            recent.contains("no control directory") && recent.contains(why),
+            "{}: {st}",
             dir.display()
         );
+        assert_eq!(st["log_file"], "", "{}: {st}", dir.display());
     }
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
     assert_eq!(mode(&victim), 0o644);
@@ -361,6 +371,84 @@ fn hostile_run_directories_are_refused() {
         );
     }
     assert_eq!(mode(&ww), 0o777, "the refused directory was changed");
+}
+
+/// The runtime's log (RUN_DIR/log, runtime/log.rs): created 0600 by the first line, which
+/// goes nowhere else (not on stderr) unless the process is the one `TIERMEM_VERBOSE` names;
+/// renamed to log.1 past 1 MiB; never written through a symlink planted in its place, nor
+/// into a RUN_DIR the control directory would refuse. The line: a bad config, which the
+/// preload reports at its start (`/bin/true` under it, nothing else runs).
+#[test]
+fn the_runtime_log_is_private_rotated_and_never_followed() {
+    let s = Scratch::new("log");
+    let run_dir = s.path("run");
+    std::fs::create_dir(&run_dir).unwrap();
+    chmod(&run_dir, 0o700);
+    let (so, _) = built();
+    let bad_config = |dir: &Path, verbose: bool| {
+        // sh execs /bin/true: its PID is the one in TIERMEM_VERBOSE.
+        let script = if verbose {
+            "TIERMEM_VERBOSE=$$ exec env LD_PRELOAD=\"$SO\" /bin/true"
+        } else {
+            "exec env LD_PRELOAD=\"$SO\" /bin/true"
+        };
+        let mut c = Command::new("sh");
+        c.args(["-c", script])
+            .env("SO", so)
+            .env("TIERMEM_CONFIG_JSON", "{not json")
+            .env("TIERMEM_RUN_DIR", dir);
+        let o = run(c, None, 30, "/bin/true under the preload");
+        assert!(o.status.success(), "{o:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let log = run_dir.join("log");
+    assert_eq!(bad_config(&run_dir, false), "", "a line on stderr without --verbose");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.contains(" warn true tiermem[") && text.contains("bad TIERMEM_CONFIG_JSON"),
+        "{text}"
+    );
+    assert_eq!(mode(&log), 0o600);
+    // The process TIERMEM_VERBOSE names also prints it, in the old form.
+    let err = bad_config(&run_dir, true);
+    assert!(
+        err.starts_with("tiermem[") && err.contains("]: bad TIERMEM_CONFIG_JSON") && err.lines().count() == 1,
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.ends_with(err.split_once("]: ").unwrap().1), "{text}\n{err}");
+    // Past 1 MiB: the old lines become log.1, the new one starts a new log.
+    let big = "x".repeat(1 << 20) + "\n";
+    std::fs::write(&log, &big).unwrap();
+    assert_eq!(bad_config(&run_dir, false), "");
+    assert_eq!(std::fs::read_to_string(run_dir.join("log.1")).unwrap(), big);
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1);
+    // A symlink planted as the log: refused, its target untouched, still nothing on stderr.
+    let victim = s.path("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    std::fs::remove_file(&log).unwrap();
+    std::os::unix::fs::symlink(&victim, &log).unwrap();
+    assert_eq!(bad_config(&run_dir, false), "");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert!(std::fs::symlink_metadata(&log).unwrap().file_type().is_symlink());
+    // A hard link to another file of ours (two links): refused too.
+    std::fs::remove_file(&log).unwrap();
+    std::fs::hard_link(&victim, &log).unwrap();
+    assert_eq!(bad_config(&run_dir, false), "");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    // A RUN_DIR readable by others (what the control directory refuses with the default
+    // stats_mode): no log there.
+    let readable = s.path("readable");
+    std::fs::create_dir(&readable).unwrap();
+    chmod(&readable, 0o755);
+    assert_eq!(bad_config(&readable, false), "");
+    assert!(!readable.join("log").exists());
+    // A RUN_DIR that does not exist: nothing is created, nothing is printed.
+    let missing = s.path("missing");
+    assert_eq!(bad_config(&missing, false), "");
+    assert!(!missing.exists());
 }
 
 /// The client side never follows a symlink either: a PID directory that is a symlink to
@@ -457,9 +545,10 @@ fn another_user_cannot_control_a_root_program() {
     let o = prog.wait(90);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
+    let log = log_in(&run_dir);
     assert!(
-        err.contains("refused a request from uid 65534"),
-        "refusal not reported: {err}"
+        log.contains("refused a request from uid 65534") && !err.contains("tiermem["),
+        "refusal not reported in the log, or reported on stderr:\nlog: {log}\nstderr: {err}"
     );
     assert!(!dir.exists(), "{} left after exit", dir.display());
 }

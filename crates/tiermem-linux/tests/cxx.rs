@@ -37,8 +37,8 @@ fn same_output_tiered(bin: &Path, what: &str) {
     let (cmd, stats) = tiered("50%", &[b]);
     let out = run(cmd, None, 300, what);
     assert_eq!(ok(&out, what), want, "{what}: output differs under tiermem");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(runtime_problems(&err).is_empty(), "{what}: {err}");
+    let p = problems(&stats, &out);
+    assert!(p.is_empty(), "{what}: {}", p.join("\n"));
     let s = final_stats(&stats);
     assert!(migrations_in(&s) > 1_000, "{what}: little was tiered: {s}");
 }

@@ -48,11 +48,8 @@ fn tiered_run(
     let (cmd, stats) = tiered_with(&["--fault-around", fault_around], budget, argv);
     let out = run(cmd, None, 300, what);
     let text = ok(&out, what);
-    assert!(
-        runtime_problems(&String::from_utf8_lossy(&out.stderr)).is_empty(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let p = problems(&stats, &out);
+    assert!(p.is_empty(), "{what}: {}", p.join("\n"));
     (text, final_stats(&stats))
 }
 

@@ -20,8 +20,8 @@ fn a_perl_hash_of_small_keys_is_managed() {
     let (cmd, stats) = tiered("100%", &argv);
     let out = run(cmd, None, 300, "tiered perl");
     assert_eq!(ok(&out, "tiered perl"), want);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(runtime_problems(&err).is_empty(), "{err}");
+    let p = problems(&stats, &out);
+    assert!(p.is_empty(), "{}", p.join("\n"));
     let s = final_stats(&stats);
     // Peak managed DRAM against what stayed outside (interpreter start-up, stacks,
     // tiermem's tables). With small blocks in glibc's brk heap (before: measured 9 MiB
@@ -89,16 +89,32 @@ fn a_thrashing_program_is_told_so_with_a_suggested_budget() {
     }
     require("python3", "python3");
     let _h = heavy();
-    let (cmd, stats) = tiered("10%", &["python3", "-c", PY_THRASH]);
+    // --verbose: the line goes to the program's stderr as well as to the log.
+    let (cmd, stats) = tiered_with(&["--verbose"], "10%", &["python3", "-c", PY_THRASH]);
     let out = run(cmd, None, 120, "thrashing python3");
     assert_eq!(ok(&out, "thrashing python3").trim(), "done True");
     let err = String::from_utf8_lossy(&out.stderr);
     let line = err
         .lines()
         .find(|l| l.contains("]: thrashing: "))
-        .unwrap_or_else(|| panic!("no thrashing line on stderr: {err}"));
+        .unwrap_or_else(|| panic!("no thrashing line on stderr under --verbose: {err}"));
     assert!(line.contains("--dram-budget "), "{line}");
+    let log = log_in(&run_dir_of(&stats));
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" info ") && l.ends_with(line)),
+        "the log lacks the stderr line `{line}`:\n{log}"
+    );
+    assert!(runtime_problems(&log).is_empty(), "{log}");
+    let _ = std::fs::remove_dir_all(run_dir_of(&stats));
     let s = final_stats(&stats);
+    assert!(
+        s["messages_info"].as_u64() >= Some(1)
+            && s["recent_messages"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|m| m.as_str().unwrap_or("").contains("thrashing: "))),
+        "{s}"
+    );
     assert_eq!(s["thrashing"], true, "{s}");
     let sug = s["suggested_budget"]
         .as_str()

@@ -548,7 +548,8 @@ fn servers_under_tierscape_policies_keep_every_value_and_exit_cleanly() {
                 out.contains("\"bad\":0") && out.contains("\"misses\":0"),
                 "{what}: {out}"
             );
-            assert!(runtime_problems(&err).is_empty(), "{what}: {err}");
+            let p = problems(&stats, &o);
+            assert!(p.is_empty(), "{what}: {}", p.join("\n"));
             let s = final_stats(&stats);
             assert!(migrations_in(&s) > 1_000, "{what}: little was tiered: {s}");
             if policy.contains("analytical") {

@@ -228,7 +228,10 @@ fn mercury_feeds_the_ls_tenant_and_throttles_the_bi_one_then_restores_the_cgroup
         stdout.contains("passes of 48 MiB, digest"),
         "{stdout}\n{stderr}"
     );
-    assert!(runtime_problems(&stderr).is_empty(), "{stderr}");
+    // The tenants' runtimes wrote nothing on the output qos relayed, and logged no problem.
+    let log = log_in(&run_dir);
+    assert!(runtime_problems(&log).is_empty(), "{log}");
+    assert!(!stderr.contains("tiermem["), "{stderr}");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
             .unwrap();

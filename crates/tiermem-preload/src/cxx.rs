@@ -56,9 +56,7 @@ fn target(slot: &[AtomicUsize; 2], name: &std::ffi::CStr) -> usize {
     let f = cached(&slot[internal as usize], name, internal);
     if f == 0 {
         // No C++ runtime at all: nothing can call these then.
-        let msg = b"tiermem: no C++ operator new/delete to forward to\n";
-        // SAFETY: writes a static buffer to stderr.
-        unsafe { libc::write(2, msg.as_ptr() as *const c_void, msg.len()) };
+        tiermem_linux::runtime::report_fatal("no C++ operator new/delete to forward to; aborting");
         std::process::abort();
     }
     f

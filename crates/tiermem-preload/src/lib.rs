@@ -201,10 +201,14 @@ static INIT: extern "C" fn() = init;
 extern "C" fn init() {
     let _g = enter();
     tiermem_linux::init_internal_key();
+    // Whether this process's lines also go to stderr (`tiermem run --verbose`): read before
+    // any line (runtime/log.rs).
+    runtime::log::from_env();
     let cfg: tiermem_linux::config::RuntimeConfig = match std::env::var("TIERMEM_CONFIG_JSON") {
         Ok(j) => match serde_json::from_str(&j) {
             Ok(c) => c,
             Err(e) => {
+                runtime::log::set_run_dir(&tiermem_linux::config::default_run_dir(), "0600");
                 runtime::report(&format!(
                     "bad TIERMEM_CONFIG_JSON ({e}); not managing memory"
                 ));
@@ -707,7 +711,9 @@ unsafe fn big_free(rt: Option<&Runtime>, p: *mut c_void) {
                 },
             }
         }
-        None => runtime::report(&format!(
+        // A pointer into the arena that is no block: the program's heap is corrupt (glibc
+        // would abort here with "free(): invalid pointer").
+        None => runtime::report_fatal(&format!(
             "free({p:p}): not a block tiermem handed out; ignored"
         )),
     }
@@ -863,7 +869,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: size_t) -> *mut c_void {
     if let (rt, true) = block_of(p) {
         // SAFETY: `p` lies in the arena with our malloc active (block_of).
         let Some((r, total, _)) = (unsafe { header(p) }) else {
-            runtime::report(&format!("realloc({p:p}): not a block tiermem handed out"));
+            runtime::report_fatal(&format!("realloc({p:p}): not a block tiermem handed out"));
             set_errno(libc::EINVAL);
             return std::ptr::null_mut();
         };

@@ -27,12 +27,14 @@
 //!   sampler.rs  hint-fault sampling and the hint staging slots
 //!   thrash.rs   thrashing detection
 //!   fork.rs     atfork handling
+//!   log.rs      where report()'s lines go: RUN_DIR/log, the stats, stderr (levels)
 //! ```
 
 mod arena;
 mod fault;
 pub mod fault_around;
 mod fork;
+pub mod log;
 mod mover;
 mod node;
 mod page;
@@ -250,6 +252,7 @@ impl Runtime {
         if let Some(rt) = RUNTIME.get() {
             return Ok(rt);
         }
+        log::set_run_dir(&cfg.run_dir, &cfg.stats_mode);
         let uffd = Uffd::open()?;
         let arena_bytes = (cfg.arena_bytes() as usize).min(16 << 40) & !(PAGE - 1);
         // Reserve 2 MiB more and trim, so the arena starts 2 MiB-aligned: a range move of
@@ -444,8 +447,10 @@ impl Runtime {
         lock(self)
     }
 
-    /// At exit: stop publishing stats and remove the control directory.
+    /// At exit: stop publishing stats and remove the control directory; the lines still
+    /// waiting for the log go now if they can.
     pub fn stop_publishing(&self) {
+        log::flush();
         self.publish.store(false, Ordering::SeqCst);
         crate::control::Control::new(&self.cfg.run_dir, std::process::id()).remove();
     }
@@ -453,8 +458,11 @@ impl Runtime {
     // ------------------------------------------------------------------ stats
 
     pub fn stats(&self) -> Stats {
-        // Read before taking the lock (a file read).
+        // Read before taking the lock (a file read; the log's lock is taken after the
+        // state lock when both are, never before).
         let anon = process_anon_bytes();
+        let (messages, recent_messages) = log::snapshot();
+        let log_file = log::path().unwrap_or_default();
         let st = lock(self);
         let pools: u64 = st.tiers.iter().map(|t| t.pool.pool_bytes).sum();
         let ft = self.fault_tid.load(Ordering::Relaxed);
@@ -568,6 +576,11 @@ impl Runtime {
                 tiermem_core::tco::measured_savings(&specs, &logical, &physical)
             },
             dram_cost_per_gb: self.cfg.tiers.first().map_or(1.0, |c| c.spec(0).cost_per_gb),
+            messages_info: messages[0],
+            messages_warn: messages[1],
+            messages_fatal: messages[2],
+            recent_messages,
+            log_file,
         }
     }
 }
@@ -585,18 +598,23 @@ fn process_anon_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// A line for a condition where the program's data is at stake (a page that reads as zeros
-/// or cannot be decompressed, a region that lost its registration).
-pub fn report_fatal(msg: &str) {
-    report(msg)
+/// A line from the runtime about something it could not do (`log::Level::Warn`): to
+/// RUN_DIR/log and the stats, on stderr only under `tiermem run --verbose` (runtime/log.rs).
+/// Never panics, never allocates through the program's allocator.
+pub fn report(msg: &str) {
+    log::report(log::Level::Warn, msg)
 }
 
-/// One line on stderr (never panics, never allocates through the program's allocator).
-pub fn report(msg: &str) {
-    let _g = crate::InternalGuard::new();
-    let line = format!("tiermem[{}]: {msg}\n", std::process::id());
-    // SAFETY: `line` is a live buffer of `line.len()` bytes.
-    unsafe { libc::write(2, line.as_ptr() as *const libc::c_void, line.len()) };
+/// Advice for the user (thrashing and the budget to try): as [`report`], level info.
+pub fn report_info(msg: &str) {
+    log::report(log::Level::Info, msg)
+}
+
+/// A line for a condition where the program's data is at stake (a page that reads as zeros
+/// or cannot be decompressed, a region that lost its registration, a free of a pointer
+/// tiermem never handed out) or the runtime aborts it: as [`report`], and always on stderr.
+pub fn report_fatal(msg: &str) {
+    log::report(log::Level::Fatal, msg)
 }
 
 /// Start one of tiermem's threads with pthread_create directly, so the thread is marked

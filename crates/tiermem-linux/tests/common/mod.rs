@@ -175,8 +175,44 @@ pub fn tiered_with(opts: &[&str], budget: &str, argv: &[&str]) -> (Command, Path
         .args(opts)
         .args(["--dram-budget", budget, "--"])
         .args(argv)
-        .env("TIERMEM_STATS_OUT", &stats);
+        .env("TIERMEM_STATS_OUT", &stats)
+        // A run directory of its own: its log holds this run's lines only (`problems`).
+        .env("TIERMEM_RUN_DIR", run_dir_of(&stats));
     (cmd, stats)
+}
+
+/// The private run directory `tiered` gives a program (beside its final stats file).
+pub fn run_dir_of(stats: &Path) -> PathBuf {
+    stats.with_extension("run")
+}
+
+/// The runtime's log in a run directory (RUN_DIR/log.1 then RUN_DIR/log), "" if none.
+pub fn log_in(run_dir: &Path) -> String {
+    ["log.1", "log"]
+        .iter()
+        .filter_map(|n| std::fs::read_to_string(run_dir.join(n)).ok())
+        .collect()
+}
+
+/// What went wrong in a `tiered` run, for an assertion that it is empty: the runtime's
+/// warn and fatal lines in its log (the whole process tree's), and any line of the
+/// runtime's on the program's stderr (there are none but fatal ones, which are problems
+/// too). Removes the run directory.
+pub fn problems(stats: &Path, out: &Output) -> Vec<String> {
+    let dir = run_dir_of(stats);
+    let log = log_in(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut p: Vec<String> = runtime_problems(&log)
+        .into_iter()
+        .map(String::from)
+        .collect();
+    p.extend(
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.contains("tiermem["))
+            .map(|l| format!("on stderr: {l}")),
+    );
+    p
 }
 
 /// A number in a stats document; panics naming the field when it is missing.
@@ -240,12 +276,12 @@ pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
     M.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The runtime's problem reports in a program's stderr (`tiermem[PID]: ...` lines), leaving
-/// out the thrashing advice, which is information for the user, not a fault.
-pub fn runtime_problems(stderr: &str) -> Vec<&str> {
-    stderr
-        .lines()
-        .filter(|l| l.contains("tiermem[") && !l.contains("]: thrashing: "))
+/// The runtime's problem reports in its log (`TIME LEVEL PROGRAM tiermem[PID]: ...`
+/// lines, runtime/log.rs): the warn and fatal ones; info lines (thrashing advice) are
+/// information for the user, not faults.
+pub fn runtime_problems(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| matches!(l.split(' ').nth(1), Some("warn" | "fatal")))
         .collect()
 }
 
