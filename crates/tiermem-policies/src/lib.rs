@@ -8,6 +8,7 @@
 //! * [`heat::HeatModel`]: a base system's tracker state and page finder, which layers (Colloid)
 //!   reuse instead of copying.
 //! * [`budget`]: the DRAM budget guard the Linux runtime puts after any policy.
+//! * [`slo`]: the SLO controller, which picks that budget from a stall target.
 //! * [`colloid`]: the Colloid algorithm (latency meter, Algorithms 1 and 2).
 //! * [`build`] / [`build_layered`]: a policy from its config.
 
@@ -21,6 +22,7 @@ pub mod heat;
 pub mod memstrata;
 pub mod mercury;
 pub mod registry;
+pub mod slo;
 
 /// Declares each policy's module and lists its `ENTRY` in [`REGISTRY`]: one line per policy.
 macro_rules! registry {

@@ -52,10 +52,9 @@ pub fn run(cfg: &SimConfig) -> Result<RunOutcome> {
 /// Run a given policy over a given backend for `cfg.duration_s`.
 pub fn run_with(
     cfg: &SimConfig,
-    mut backend: SimBackend,
+    backend: SimBackend,
     policy: Box<dyn Policy>,
 ) -> Result<RunOutcome> {
-    let start = std::time::Instant::now();
     let (controller, controller_setup) = match &cfg.controller {
         Some(c) => {
             let (ctl, setup) = crate::mercury::build(cfg, c)?;
@@ -63,6 +62,18 @@ pub fn run_with(
         }
         None => (None, None),
     };
+    run_with_controller(cfg, backend, policy, controller, controller_setup)
+}
+
+/// `run_with` under a given controller (the runtime's SLO controller, in its tests).
+pub fn run_with_controller(
+    cfg: &SimConfig,
+    mut backend: SimBackend,
+    policy: Box<dyn Policy>,
+    controller: Option<Box<dyn tiermem_core::Controller>>,
+    controller_setup: Option<crate::mercury::Setup>,
+) -> Result<RunOutcome> {
+    let start = std::time::Instant::now();
     let mut engine = Engine::with_controller(policy, controller, &mut backend)?;
     engine.global_limit_bytes_per_s = cfg.engine.migration_limit_gbps.map(|g| g * 1e9);
     let end_ns = (cfg.duration_s * 1e9) as u64;
