@@ -16,6 +16,12 @@ pub struct RunArgs {
     /// its managed footprint (50%). Overrides the config file.
     #[arg(long)]
     pub dram_budget: Option<String>,
+    /// Service level instead of a budget: `stall=1%` keeps the share of wall time the
+    /// program stalls on tier faults under 1 % and offloads what stays cold (the default
+    /// when neither --dram-budget nor --policy is given); `off` disables it. With
+    /// --dram-budget, that budget is the ceiling the controller stays under.
+    #[arg(long, value_name = "stall=PCT|off")]
+    pub slo: Option<String>,
     /// Compressed tier codec (lz4, zstd[:LEVEL], deflate[:LEVEL], lzo); overrides the first tier.
     #[arg(long)]
     pub codec: Option<String>,
@@ -94,6 +100,10 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
     };
     if let Some(b) = &a.dram_budget {
         set_dram_budget(&mut cfg, b)?;
+    }
+    if let Some(slo) = &a.slo {
+        tiermem_linux::config::parse_slo(slo).map_err(|e| Error::usage(format!("--slo: {e}")))?;
+        cfg.slo = Some(slo.clone());
     }
     if let Some(c) = &a.codec {
         tiermem_linux::codec::Codec::parse(c).map_err(|e| Error::usage(format!("--codec: {e}")))?;
@@ -293,6 +303,24 @@ pub fn render(s: &Stats) -> String {
         format_bytes(s.managed_bytes),
         format_bytes(s.footprint_bytes)
     ));
+    if s.unregistered_bytes > 0 || s.adopted_bytes > 0 {
+        o.push_str(&format!(
+            "lazy registration: {} left to the kernel (first touches at its cost), {} adopted\n",
+            format_bytes(s.unregistered_bytes),
+            format_bytes(s.adopted_bytes)
+        ));
+    }
+    if let Some(slo) = &s.slo {
+        o.push_str(&format!(
+            "slo stall {:.2}% (target {:.2}%)  cold {}  saved {}  probes {}  back-offs {}\n",
+            slo.stall_share * 100.0,
+            slo.target_stall * 100.0,
+            format_bytes(slo.cold_bytes),
+            format_bytes(slo.saved_bytes),
+            slo.probes,
+            slo.backoffs
+        ));
+    }
     o.push_str(&format!(
         "policy {}  tracker {}\n",
         if s.policy.is_empty() {
@@ -658,6 +686,7 @@ mod tests {
         let args = |codec: &str, config: Option<std::path::PathBuf>| RunArgs {
             config,
             dram_budget: None,
+            slo: None,
             codec: Some(codec.into()),
             allocator: None,
             policy: None,

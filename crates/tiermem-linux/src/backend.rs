@@ -6,11 +6,13 @@ use crate::runtime::fault_around::{PAGES_2M, PAGES_64K};
 use crate::runtime::{MoveResult, RangeBufs, Runtime, EVICT_BATCH, EVICT_SLOTS, SHARED_RECHECK_NS};
 use crate::sys::{self, PAGE};
 use tiermem_core::{
-    Applied, Backend, Capabilities, Controls, Engine, Error, ErrorKind, HeatEvent, PageRange, Plan,
+    Applied, Backend, Capabilities, Controller, Controls, Engine, Error, ErrorKind, HeatEvent,
+    PageRange, Plan,
     Policy, Provision, Result, Snapshot, TelemetryKind, TenantId, TenantSpec, TierId, TierSpec,
-    TierTelemetry, TrackerKind, TrackerSpec,
+    TenantTelemetry, TierTelemetry, TrackerKind, TrackerSpec,
 };
 use tiermem_policies::budget::BudgetGuard;
+use tiermem_policies::slo::SloController;
 use tiermem_policies::BuildContext;
 
 /// How the runtime stands in for PEBS (no PMU in user space, nor on most VMs): every hint
@@ -40,7 +42,8 @@ pub fn capabilities() -> Capabilities {
         ],
         max_granularity_bytes: (EVICT_SLOTS * PAGE) as u64,
         max_tenants: 1,
-        tier_limits: false,
+        // DRAM's (tier 0's): the SLO controller's limit becomes the budget in force.
+        tier_limits: true,
         cpu_shares: false,
     }
 }
@@ -99,6 +102,10 @@ pub struct RuntimeBackend {
     last_ns: u64,
     last_hint_faults: u64,
     last_tier: Vec<(u64, u64)>,
+    /// The one tenant's telemetry (its fault stall, for the SLO controller) and the stall
+    /// counter (tier-fault service + waits for room, ns) at the previous `observe`.
+    tenant_telemetry: Vec<TenantTelemetry>,
+    last_stall_ns: u64,
 }
 
 impl RuntimeBackend {
@@ -130,6 +137,8 @@ impl RuntimeBackend {
             last_ns: sys::now_ns(),
             last_hint_faults: 0,
             last_tier: Vec::new(),
+            tenant_telemetry: vec![TenantTelemetry::default()],
+            last_stall_ns: 0,
         }
     }
 }
@@ -184,6 +193,8 @@ impl Backend for RuntimeBackend {
             sys::futex_wait(&self.rt.kick, seen, until - now);
         }
         self.now = sys::now_ns();
+        // Regions left to the kernel that the manager may now evict from (lazy registration).
+        self.rt.adopt_due(self.now);
         if self.scan_pages > 0 && self.now >= self.next_scan_ns {
             self.next_scan_ns = self.now + self.scan_period_ns;
             self.rt.sample(self.scan_pages as usize);
@@ -231,12 +242,17 @@ impl Backend for RuntimeBackend {
             events: &self.events,
             tenants: &self.tenants,
             controls: &self.controls,
-            tenant_telemetry: &[],
+            tenant_telemetry: &self.tenant_telemetry,
             access_bits: None,
             moved: None,
         }
     }
     fn apply(&mut self, plan: &Plan, quota_bytes: Option<u64>) -> Applied {
+        if let Some(l) = plan.controls.limit(TenantId::FIRST, TierId(0)) {
+            // The SLO controller's budget: in force before the moves, so the guard's plan
+            // and the fault thread's wait limit agree.
+            self.rt.lock().set_slo_limit(l);
+        }
         let a = self.apply_moves(plan, quota_bytes);
         // Tell a fault waiting for room how it went (`Runtime::make_room`).
         if !plan.moves.is_empty() {
@@ -259,6 +275,16 @@ impl RuntimeBackend {
         let now = sys::now_ns();
         let dt_s = now.saturating_sub(self.last_ns).max(1) as f64 / 1e9;
         self.last_ns = now;
+        // The program's stall: tier-fault service and waits for room (a lower bound of its
+        // wait: the wake of the faulting thread is not seen here).
+        let stall = st.stall_ns + st.room_wait_ns;
+        let footprint_bytes = st.footprint_pages() * PAGE as u64;
+        self.tenant_telemetry[0] = TenantTelemetry {
+            fault_stall_ms_per_s: stall.saturating_sub(self.last_stall_ns) as f64 / 1e6 / dt_s,
+            footprint_bytes,
+            ..TenantTelemetry::default()
+        };
+        self.last_stall_ns = stall;
         // DRAM: touches of resident pages per second, estimated from the sampler: the staged
         // pages stand for all resident ones, and each hint fault is one touch of a staged page.
         let hints = st.hint_faults.saturating_sub(self.last_hint_faults);
@@ -522,7 +548,13 @@ pub fn manager_loop(rt: &'static Runtime) {
     let engine = build_policy(&rt.cfg).and_then(|policy| {
         let (name, heat) = (policy.name(), rt.cfg.policy.is_some());
         let tracker = capabilities().describe_tracker(&policy.tracker());
-        let e = Engine::new(policy, &mut backend)?;
+        // The SLO controller picks the budget (`slo`); the user's budget stays its ceiling,
+        // applied by the runtime (`State::budget_bytes`), so `tiermem budget` still works.
+        let controller = match rt.cfg.slo_config() {
+            Some(c) => Some(Box::new(SloController::new(c, None)?) as Box<dyn Controller>),
+            None => None,
+        };
+        let e = Engine::with_controller(policy, controller, &mut backend)?;
         let mut st = rt.lock();
         (st.policy, st.tracker, st.sample_always) = (name, tracker, heat);
         Ok(e)
@@ -553,6 +585,17 @@ pub fn manager_loop(rt: &'static Runtime) {
         if counters != last_counters {
             rt.lock().policy_counters.clone_from(&counters);
             last_counters = counters;
+        }
+        if let Some(c) = engine.controller.as_ref() {
+            let of = |k: &str, cs: &[(&'static str, u64)]| {
+                cs.iter().find(|(n, _)| *n == k).map_or(0, |&(_, v)| v)
+            };
+            let cs = c.counters();
+            if let Some(shown) = rt.lock().slo.as_mut() {
+                shown.probes = of("slo_probes", &cs);
+                shown.backoffs = of("slo_backoffs", &cs);
+                shown.stall_share = of("slo_stall_ppm", &cs) as f64 / 1e6;
+            }
         }
         if let Some(line) = rt.check_thrash() {
             crate::runtime::report_info(&line);

@@ -9,6 +9,7 @@ use tiermem_core::tier::{validate_tiers, TierBackend, TierConfig, TierKind};
 use tiermem_core::{parse_size, Result, Size};
 use tiermem_policies::colloid::ColloidParams;
 use tiermem_policies::PolicyConfig;
+use tiermem_policies::slo::SloConfig;
 
 /// A DRAM budget: absolute bytes, or a fraction of the managed footprint (resident +
 /// compressed pages).
@@ -130,6 +131,12 @@ pub struct RuntimeConfig {
     /// an error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dram_budget: Option<String>,
+    /// The SLO controller (`tiermem_policies::slo`): `"stall=1%"` (a target share of wall
+    /// time stalled on tier faults; more keys in `SloConfig::parse`) or `"off"`. Default:
+    /// on at `stall=1%` when neither a budget nor a placement policy is given; with a
+    /// budget it is that budget's ceiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<String>,
     /// Anonymous mmaps and malloc-family allocations at least this large are managed.
     #[serde(default = "default_min_region")]
     pub min_region: Size,
@@ -212,6 +219,7 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             dram_budget: None,
+            slo: None,
             min_region: default_min_region(),
             quantum_ms: default_quantum_ms(),
             tiers: default_tiers(),
@@ -242,11 +250,22 @@ pub struct RuntimeFile {
     pub colloid: Option<ColloidParams>,
 }
 
+/// `--slo` / `slo`: `off`, or the controller's settings.
+pub fn parse_slo(text: &str) -> std::result::Result<Option<SloConfig>, String> {
+    if text.trim().eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    SloConfig::parse(text).map(Some)
+}
+
 impl Validate for RuntimeConfig {
     fn validate(&self, path: &str) -> Result<()> {
         let p = |f: &str| tiermem_core::config::join(path, f);
         if let Some(b) = &self.dram_budget {
             Budget::parse(b).map_err(|e| invalid(&p("dram_budget"), e))?;
+        }
+        if let Some(s) = &self.slo {
+            parse_slo(s).map_err(|e| invalid(&p("slo"), e))?;
         }
         let min_region = self.min_region.bytes(&p("min_region"))?;
         if !(4096..=1 << 30).contains(&min_region) {
@@ -329,6 +348,17 @@ impl RuntimeConfig {
         }
         if colloid.is_some() {
             self.colloid = colloid;
+        }
+    }
+    /// The SLO controller's settings, `None` when it is off (see the `slo` field).
+    pub fn slo_config(&self) -> Option<SloConfig> {
+        match &self.slo {
+            Some(s) => parse_slo(s).ok().flatten(),
+            None => {
+                let budget_given = self.dram_budget.is_some()
+                    || self.tiers.first().is_some_and(|t| t.capacity.is_some());
+                (!budget_given && self.policy.is_none()).then(SloConfig::default)
+            }
         }
     }
     /// `dram_budget`, else the DRAM tier's capacity, else unlimited.

@@ -115,6 +115,12 @@ pub struct Stats {
     pub hint_sampled: u64,
     pub hint_faults: u64,
     pub first_touch_faults: u64,
+    /// Managed bytes left to the kernel (lazy registration: not registered with the
+    /// userfaultfd yet, first touches served by the kernel), and bytes adopted since.
+    #[serde(default)]
+    pub unregistered_bytes: u64,
+    #[serde(default)]
+    pub adopted_bytes: u64,
     pub evict_busy: u64,
     /// Moves of a resident page the kernel answered "no page here" (ENOENT) for: refused,
     /// the page kept as it is (see `Runtime::evict`). Never seen but on a racing kernel.
@@ -223,6 +229,25 @@ pub struct Stats {
     pub recent_messages: Vec<String>,
     #[serde(default)]
     pub log_file: String,
+    /// The SLO controller, when it picks the budget (`budget_bytes` is its choice).
+    #[serde(default)]
+    pub slo: Option<SloStats>,
+}
+
+/// What the SLO controller chose and saw (`tiermem_policies::slo`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SloStats {
+    /// The stall target, a share of wall time.
+    pub target_stall: f64,
+    /// Tier-fault stall (service + waits for room) over its last interval.
+    pub stall_share: f64,
+    /// Probes (the budget tightened) and back-offs (loosened after a stall over target).
+    pub probes: u64,
+    pub backoffs: u64,
+    /// Managed bytes it found cold: held in the tiers (uncompressed size), and the memory
+    /// that saves (those bytes less the pools that hold them).
+    pub cold_bytes: u64,
+    pub saved_bytes: u64,
 }
 
 impl Stats {
@@ -352,6 +377,14 @@ impl Stats {
                     t.name
                 ));
             }
+        }
+        if let Some(slo) = &self.slo {
+            g(&mut s, "slo_target_stall_ratio", "The SLO controller's stall target (share of wall time)", slo.target_stall);
+            g(&mut s, "slo_stall_ratio", "Tier-fault stall share over the SLO controller's last interval", slo.stall_share);
+            g(&mut s, "slo_cold_bytes", "Managed bytes the SLO controller found cold (held in the tiers, uncompressed)", slo.cold_bytes as f64);
+            g(&mut s, "slo_saved_bytes", "Memory saved: cold bytes less the pools holding them", slo.saved_bytes as f64);
+            g(&mut s, "slo_probes", "Times the SLO controller tightened the budget", slo.probes as f64);
+            g(&mut s, "slo_backoffs", "Times the SLO controller loosened the budget after a stall over its target", slo.backoffs as f64);
         }
         s.push_str("# HELP tiermem_messages_total Lines the runtime reported (RUN_DIR/log), by level\n# TYPE tiermem_messages_total counter\n");
         for (level, v) in [

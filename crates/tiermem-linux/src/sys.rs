@@ -164,3 +164,38 @@ pub fn page_up(a: usize) -> usize {
 pub fn checked_page_up(a: usize) -> Option<usize> {
     a.checked_add(PAGE - 1).map(|b| b & !(PAGE - 1))
 }
+
+/// For each of the `n` pages from `a`, whether it holds data: its /proc/self/pagemap entry
+/// is present (bit 63) or swapped (bit 62). A page read but never written maps the shared
+/// zero page, which is present: it counts as data (zeros), as the kernel would keep it.
+/// Where the pagemap cannot be read, every page counts as holding data (never dropped).
+pub fn pagemap_has_data(a: usize, n: usize) -> Vec<bool> {
+    const PRESENT: u64 = 1 << 63;
+    const SWAPPED: u64 = 1 << 62;
+    let mut out = vec![true; n];
+    let path = c"/proc/self/pagemap";
+    // SAFETY: a NUL-terminated path; the fd is closed below.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return out;
+    }
+    let mut buf = vec![0u64; n.min(4096)];
+    let mut done = 0;
+    while done < n {
+        let k = (n - done).min(buf.len());
+        let off = ((a / PAGE + done) * 8) as libc::off_t;
+        // SAFETY: `buf` holds at least `k` u64s, i.e. `k * 8` writable bytes.
+        let r = unsafe { libc::pread(fd, buf.as_mut_ptr() as *mut libc::c_void, k * 8, off) };
+        if r <= 0 {
+            break;
+        }
+        let got = r as usize / 8;
+        for (o, e) in out[done..done + got].iter_mut().zip(&buf[..got]) {
+            *o = e & (PRESENT | SWAPPED) != 0;
+        }
+        done += got;
+    }
+    // SAFETY: `fd` was opened above and is closed once.
+    unsafe { libc::close(fd) };
+    out
+}

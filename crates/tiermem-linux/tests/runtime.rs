@@ -5,10 +5,19 @@ use common::*;
 use std::process::Command;
 
 fn stress(budget: &str, args: &[&str], secs: u64) -> (String, serde_json::Value) {
+    stress_with(&[], budget, args, secs)
+}
+
+fn stress_with(
+    opts: &[&str],
+    budget: &str,
+    args: &[&str],
+    secs: u64,
+) -> (String, serde_json::Value) {
     let bin = stress_bin();
     let mut argv = vec![bin.to_str().unwrap()];
     argv.extend_from_slice(args);
-    let (cmd, stats) = tiered(budget, &argv);
+    let (cmd, stats) = tiered_with(opts, budget, &argv);
     let out = run(cmd, None, secs, "tiermem-stress");
     let text = ok(&out, "tiermem-stress");
     assert!(text.contains("mismatches=0"), "{text}");
@@ -48,6 +57,47 @@ fn stress_short_zero_mismatches() {
         "expected many tier faults, got {faults}: {s}"
     );
     assert!(s["forks"].as_u64().unwrap() >= 2, "{s}");
+}
+
+/// Lazy registration under the SLO controller: every region starts unregistered (the
+/// kernel serves its first touches), is adopted once a second old (registered, its pages
+/// read from the pagemap) while threads write it, fork, mremap and DONTNEED it, and is then
+/// offloaded by the controller's probes (a target loose enough that they go on). Every byte
+/// checked, as under a fixed budget.
+#[test]
+fn stress_under_the_slo_controller_adopts_and_loses_nothing() {
+    let _h = heavy();
+    let (text, s) = stress_with(
+        &["--slo", "stall=50%,max_probe=0.5"],
+        "unlimited",
+        &["--mb", "16", "--threads", "4", "--seconds", "5", "--forks", "2"],
+        120,
+    );
+    eprintln!("{text}");
+    assert!(s["adopted_bytes"].as_u64().unwrap() > 8 << 20, "{s}");
+    assert!(migrations_in(&s) > 1_000, "the controller offloaded nothing: {s}");
+    assert!(tier_faults(&s) > 100, "{s}");
+    assert!(s["slo"]["probes"].as_u64().unwrap() > 0, "{s}");
+}
+
+/// At an unlimited budget nothing is ever registered: every first touch is the kernel's
+/// own fault (none reaches the runtime), and nothing changes for the program.
+#[test]
+fn unlimited_budget_leaves_first_touches_to_the_kernel() {
+    let _h = heavy();
+    let (text, s) = stress(
+        "unlimited",
+        &["--mb", "16", "--threads", "4", "--seconds", "2", "--forks", "2"],
+        120,
+    );
+    eprintln!("{text}");
+    // Moves by mremap adopt their source (the move carries page states); the rest stays
+    // unregistered to the end, and only adopted memory can raise a first-touch fault (at
+    // most one per 64 KiB it fills).
+    assert!(s["unregistered_bytes"].as_u64().unwrap() > 0, "{s}");
+    let first = s["first_touch_faults"].as_u64().unwrap();
+    assert!(first * (64 << 10) <= s["adopted_bytes"].as_u64().unwrap(), "{s}");
+    assert_eq!(tier_faults(&s), 0, "{s}");
 }
 
 /// The done-when bar: >= 1 M fault/evict cycles with zero mismatches.
@@ -249,7 +299,9 @@ fn stat_and_budget_on_a_running_program() {
     loop {
         let o = stat(&["--json"]);
         s = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
-        if s["resident_bytes"].as_u64().unwrap_or(0) > 40 << 20 {
+        // Managed, not resident: at an unlimited budget regions stay unregistered (the
+        // kernel's) until a budget is set below.
+        if s["managed_bytes"].as_u64().unwrap_or(0) > 40 << 20 {
             break;
         }
         assert!(
@@ -273,7 +325,11 @@ fn stat_and_budget_on_a_running_program() {
     loop {
         let o = stat(&["--json"]);
         s = serde_json::from_slice(&o.stdout).unwrap();
-        if s["resident_bytes"].as_u64().unwrap() <= 8 << 20 {
+        // The budget in force, every region adopted (registered) and DRAM within it.
+        if s["budget"] == "8.0 MiB"
+            && s["unregistered_bytes"].as_u64() == Some(0)
+            && s["resident_bytes"].as_u64().unwrap() <= 8 << 20
+        {
             break;
         }
         assert!(t0.elapsed().as_secs() < 5, "budget not enforced: {s}");

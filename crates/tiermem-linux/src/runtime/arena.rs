@@ -3,7 +3,7 @@
 //! MADV_DONTNEED, mprotect/mlock pins, mremap).
 
 use super::page::{Page, PageState, Pin, NO_TIER};
-use super::{lock, report, Runtime, State, MREMAP_DONTUNMAP};
+use super::{lock, report, Runtime, State, ADOPT_AGE_NS, MREMAP_DONTUNMAP};
 use crate::sys::{self, PAGE};
 
 impl State {
@@ -127,6 +127,17 @@ impl Runtime {
                 ));
             }
         }
+        if !self.registers_eagerly(st) {
+            // Lazy registration: the kernel serves first touches at its own cost until the
+            // manager may evict from here (`adopt_due`).
+            for i in start as usize..(start + n) as usize {
+                st.set(i, Page::new(PageState::Unregistered, 0));
+            }
+            if st.slo.is_some() {
+                st.unregistered.push((start, n, sys::now_ns()));
+            }
+            return Ok(());
+        }
         if let Err(e) = self.uffd.register(a, len) {
             self.reserve(a, len);
             return Err(e);
@@ -135,6 +146,86 @@ impl Runtime {
             st.set(i, Page::new(PageState::Absent, 0));
         }
         Ok(())
+    }
+
+    /// New regions are registered at once when the manager may evict from them right away:
+    /// a finite fixed budget, or a placement policy (which samples and places every page).
+    /// With an unlimited budget nothing is ever evicted, and under the SLO controller only
+    /// memory that lives past `ADOPT_AGE_NS` can turn cold: both leave new memory to the
+    /// kernel (docs/runtime.md "Lazy registration").
+    fn registers_eagerly(&self, st: &State) -> bool {
+        self.cfg.policy.is_some()
+            || (st.slo.is_none() && !matches!(st.budget, crate::config::Budget::Unlimited))
+    }
+
+    /// Adopt the unregistered regions the manager may now evict from: all of them when new
+    /// ones are registered at once (a budget set while the program runs), those older than
+    /// `ADOPT_AGE_NS` under the SLO controller, none otherwise. Returns the pages adopted.
+    pub fn adopt_due(&self, now_ns: u64) -> u64 {
+        let mut st = lock(self);
+        if st.unregistered_pages == 0 {
+            st.unregistered.clear();
+            return 0;
+        }
+        if self.registers_eagerly(&st) {
+            st.unregistered.clear();
+            let hwm = st.hwm as usize;
+            return self.adopt_locked(&mut st, 0, hwm);
+        }
+        let runs = std::mem::take(&mut st.unregistered);
+        let mut adopted = 0;
+        for &(start, n, born) in &runs {
+            if born.saturating_add(ADOPT_AGE_NS) <= now_ns {
+                let (s, e) = (start as usize, ((start + n) as usize).min(st.hwm as usize));
+                adopted += self.adopt_locked(&mut st, s, e);
+            } else {
+                st.unregistered.push((start, n, born));
+            }
+        }
+        adopted
+    }
+
+    /// Register every run of unregistered pages in [s, e) with the userfaultfd and learn
+    /// from /proc/self/pagemap which hold data (present or swapped: RESIDENT) and which do
+    /// not (ABSENT). Under the state lock, registration first: a fault from then on comes
+    /// to the fault thread, which waits for this lock and finds the page's state set; a
+    /// fault the kernel served before the registration shows in the pagemap (UFFDIO_REGISTER
+    /// and the kernel's fault path exclude each other on the mmap lock).
+    pub(super) fn adopt_locked(&self, st: &mut State, s: usize, e: usize) -> u64 {
+        let mut adopted = 0;
+        let mut i = s;
+        while i < e {
+            if st.pages[i].state != PageState::Unregistered {
+                i += 1;
+                continue;
+            }
+            let mut j = i + 1;
+            while j < e && st.pages[j].state == PageState::Unregistered {
+                j += 1;
+            }
+            let (a, len) = (self.addr(i), (j - i) * PAGE);
+            if let Err(err) = self.uffd.register(a, len) {
+                // Left to the kernel (never lost, never evicted); retried with the next
+                // adoption of an overlapping range.
+                report(&format!("registering {a:#x} (+{len}) failed: {err}; left untiered"));
+                i = j;
+                continue;
+            }
+            let present = sys::pagemap_has_data(a, j - i);
+            for (k, has) in (i..j).zip(present) {
+                let f = st.pages[k].flags;
+                let state = if has {
+                    PageState::Resident
+                } else {
+                    PageState::Absent
+                };
+                st.set(k, Page::new(state, f));
+            }
+            st.adopted_pages += (j - i) as u64;
+            adopted += (j - i) as u64;
+            i = j;
+        }
+        adopted
     }
 
     /// Put a PROT_NONE reservation back over [a, a+len) (drops pages and registration).
@@ -226,7 +317,9 @@ impl Runtime {
         );
         for i in s..e {
             let k = st.pages[i].state;
-            if k != PageState::Hole && k != PageState::Absent {
+            // An unregistered page stays so: the kernel drops its data and serves its next
+            // fault with zeros, as for any memory of its own.
+            if !matches!(k, PageState::Hole | PageState::Absent | PageState::Unregistered) {
                 self.drop_data(&mut st, i);
                 let flags = st.pages[i].flags;
                 st.set(i, Page::new(PageState::Absent, flags));
@@ -314,6 +407,7 @@ impl Runtime {
             return -(libc::EFAULT as isize);
         }
         if fixed && !self.contains(new_addr) {
+            self.adopt_locked(&mut st, s, s + old_n);
             return self.remap_out(&mut st, old, old_n, new_n, new_addr);
         }
         if !fixed && new_n <= old_n {
@@ -337,6 +431,9 @@ impl Runtime {
         if !fixed && !maymove {
             return -(libc::ENOMEM as isize);
         }
+        // A move re-registers the destination and carries page states: the source's pages
+        // are adopted first, so every page moved has a known state.
+        self.adopt_locked(&mut st, s, s + old_n);
         // Move: pick the destination inside the arena, let the kernel move the page tables,
         // then re-register and carry every page's state (pool handles move, no copy).
         let dst = if fixed {

@@ -144,6 +144,12 @@ impl Runtime {
             return;
         }
         let i = self.idx(a);
+        if st.pages[i].state == PageState::Unregistered {
+            // Registered since (`adopt` changes the state first, under this lock, so this
+            // is a bookkeeping slip, never data): the kernel says no entry, so no data.
+            let f = st.pages[i].flags;
+            st.set(i, Page::new(PageState::Absent, f));
+        }
         match st.pages[i].state {
             PageState::Absent => {
                 // Zero-fill the run of absent pages in this 64 KiB block around the fault.
@@ -282,7 +288,8 @@ impl Runtime {
                     self.uffd.wake(a, PAGE);
                 }
             }
-            PageState::Hole => {
+            // Unregistered was made Absent above; a hole: the kernel raises SIGSEGV.
+            PageState::Hole | PageState::Unregistered => {
                 self.uffd.wake(a, PAGE);
             }
         }
@@ -375,9 +382,11 @@ impl Runtime {
                     }
                 }
             }
-            PageState::Hole | PageState::Absent | PageState::Resident | PageState::Node { .. } => {
-                true
-            }
+            PageState::Hole
+            | PageState::Absent
+            | PageState::Unregistered
+            | PageState::Resident
+            | PageState::Node { .. } => true,
         }
     }
 

@@ -67,6 +67,10 @@ pub const EVICT_SLOTS: usize = 512;
 const HUGE_BYTES: usize = 2 << 20;
 /// Hint staging slots (the eviction slots follow them in the same staging mapping).
 const HINT_SLOTS: usize = 4096;
+/// Under the SLO controller, a region is registered with the userfaultfd once it has lived
+/// this long (`Runtime::adopt_due`): memory freed sooner (allocation churn, temporaries)
+/// never pays a user-space fault, and memory that can turn cold lives longer.
+pub const ADOPT_AGE_NS: u64 = 1_000_000_000;
 /// Minimum slack of the budget (1 MiB), see `State::limit_pages`.
 const SLACK_MIN_PAGES: u64 = 256;
 /// mremap(2) flag (Linux 5.7): move the pages, leave the source mapped and empty.
@@ -110,9 +114,26 @@ pub struct State {
     pub events: Vec<HeatEvent>,
     pub resident: u64,
     pub mapped: u64,
+    /// Pages left to the kernel (`PageState::Unregistered`), the runs of them waiting for
+    /// adoption under the SLO controller (start, pages, birth ns), and the pages adopted.
+    pub unregistered_pages: u64,
+    pub unregistered: Vec<(u32, u32, u64)>,
+    pub adopted_pages: u64,
     pub max_mapped: u64,
     pub max_resident: u64,
     pub budget: Budget,
+    /// Pages the SLO controller keeps out of DRAM, when it runs (`set_slo_limit`): the
+    /// budget in force is the footprint less those of them still out, and at most `budget`
+    /// (which stays the user's hard ceiling).
+    pub slo_offload: Option<u64>,
+    /// `left_tiers` when `slo_offload` was set: the pages that left a tier since then have
+    /// come back (or been freed), and the offload follows them down.
+    slo_left_at_set: u64,
+    /// Pages that left a lower tier for DRAM or for nowhere (tier faults, promotions,
+    /// frees), ever (kept by `State::set`).
+    pub left_tiers: u64,
+    /// The SLO controller's target and its counters as of its last decision (stats).
+    pub slo: Option<SloShown>,
     pub frozen: bool,
     scan_cursor: u32,
     pub regions: u64,
@@ -167,6 +188,17 @@ pub struct State {
     /// The policy's `counters()` after its last step (the manager copies them on change).
     pub policy_counters: Vec<(&'static str, u64)>,
     pbuf: Vec<u8>,
+}
+
+/// What `tiermem stat` shows of the SLO controller.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SloShown {
+    /// The stall target (share of wall time).
+    pub target: f64,
+    /// The stall share over its last interval.
+    pub stall_share: f64,
+    pub probes: u64,
+    pub backoffs: u64,
 }
 
 pub struct Runtime {
@@ -229,7 +261,26 @@ impl State {
     }
 
     pub fn budget_bytes(&self) -> u64 {
-        self.budget.bytes(self.footprint_pages() * PAGE as u64)
+        let footprint = self.footprint_pages();
+        let user = self.budget.bytes(footprint * PAGE as u64);
+        match self.slo_offload {
+            // A page that faults back, or a fresh one, raises the budget at once: the
+            // controller's offload is of pages that stay out, so a fault never waits for
+            // room it made itself, and no page is evicted to make room for a refault.
+            Some(off) => {
+                let back = self.left_tiers - self.slo_left_at_set;
+                (footprint.saturating_sub(off.saturating_sub(back)) * PAGE as u64).min(user)
+            }
+            None => user,
+        }
+    }
+
+    /// The SLO controller's limit on DRAM, kept as the pages it leaves out (see
+    /// `slo_offload`).
+    pub fn set_slo_limit(&mut self, limit_bytes: u64) {
+        let keep = limit_bytes / PAGE as u64;
+        self.slo_offload = Some(self.footprint_pages().saturating_sub(keep));
+        self.slo_left_at_set = self.left_tiers;
     }
 
     /// Resident pages above which faults wait for the manager to make room: the budget
@@ -335,9 +386,19 @@ impl Runtime {
             events: Vec::new(),
             resident: 0,
             mapped: 0,
+            unregistered_pages: 0,
+            unregistered: Vec::new(),
+            adopted_pages: 0,
             max_mapped: 0,
             max_resident: 0,
             budget: cfg.budget(),
+            slo_offload: None,
+            slo_left_at_set: 0,
+            left_tiers: 0,
+            slo: cfg.slo_config().map(|c| SloShown {
+                target: c.stall,
+                ..SloShown::default()
+            }),
             frozen: false,
             scan_cursor: 0,
             regions: 0,
@@ -474,7 +535,10 @@ impl Runtime {
         Stats {
             pid: std::process::id(),
             uptime_s: (sys::now_ns() - self.start_ns) as f64 / 1e9,
-            budget: st.budget.describe(),
+            budget: match st.slo {
+                Some(_) => format!("SLO-chosen, ceiling {}", st.budget.describe()),
+                None => st.budget.describe(),
+            },
             budget_bytes: st.budget_bytes().min(i64::MAX as u64),
             managed_bytes: st.mapped * PAGE as u64,
             max_managed_bytes: st.max_mapped * PAGE as u64,
@@ -485,6 +549,8 @@ impl Runtime {
             hint_sampled: st.hint_sampled,
             hint_faults: st.hint_faults,
             first_touch_faults: st.first_touch,
+            unregistered_bytes: st.unregistered_pages * PAGE as u64,
+            adopted_bytes: st.adopted_pages * PAGE as u64,
             evict_busy: st.evict_busy,
             evict_no_page: st.evict_no_page,
             resident_refilled: st.resident_refilled,
@@ -556,6 +622,18 @@ impl Runtime {
                 .map(|&(k, v)| (k.to_string(), v))
                 .collect(),
             tracker: st.tracker.clone(),
+            slo: st.slo.map(|shown| {
+                let cold: u64 = st.tiers.iter().filter(|t| t.node.is_none()).map(|t| t.pages).sum();
+                let cold_bytes = cold * PAGE as u64;
+                crate::stats::SloStats {
+                    target_stall: shown.target,
+                    stall_share: shown.stall_share,
+                    probes: shown.probes,
+                    backoffs: shown.backoffs,
+                    cold_bytes,
+                    saved_bytes: cold_bytes.saturating_sub(pools),
+                }
+            }),
             dram_latency_ns: st.latency_ns.first().copied().unwrap_or(0.0),
             probe_cpu_share: self.probe.as_ref().map_or(0.0, |p| {
                 p.cpu_s() / ((sys::now_ns() - self.start_ns) as f64 / 1e9).max(1e-9)

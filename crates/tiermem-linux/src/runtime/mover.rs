@@ -59,6 +59,7 @@ impl Runtime {
                 PageState::Compressed { .. }
                 | PageState::Hole
                 | PageState::Absent
+                | PageState::Unregistered
                 | PageState::Node { .. },
                 _,
             ) => MoveResult::Refused,
@@ -520,7 +521,9 @@ impl Runtime {
                             out.refused += 1
                         }
                         PageState::Resident => out.no_capacity += 1, // incompressible
-                        PageState::Absent | PageState::Hole => out.refused += 1,
+                        PageState::Absent | PageState::Hole | PageState::Unregistered => {
+                            out.refused += 1
+                        }
                     }
                     j += 1;
                     continue;

@@ -93,7 +93,7 @@ impl Runtime {
                     b.idx.push(k);
                     b.addrs.push(self.addr(i));
                 }
-                PageState::Absent | PageState::Hole => {}
+                PageState::Absent | PageState::Hole | PageState::Unregistered => {}
                 PageState::Staged { .. } | PageState::Compressed { .. } => {}
             }
         }

@@ -17,6 +17,12 @@ pub enum PageState {
     Hole,
     /// Mapped, no data: no PTE; a fault installs zeros.
     Absent,
+    /// Mapped and not (yet) registered with the userfaultfd: the kernel serves its faults
+    /// at its own cost, and its data, if any, is in DRAM. Nothing of it is tracked until the
+    /// manager adopts it (`Runtime::adopt`: registered, then RESIDENT or ABSENT from
+    /// /proc/self/pagemap), which it does only once it may evict (docs/runtime.md "Lazy
+    /// registration").
+    Unregistered,
     /// Mapped, data in DRAM (the kernel's PTE).
     Resident,
     /// Moved (UFFDIO_MOVE) to staging slot `slot` (a hint slot, or an eviction slot while
@@ -82,7 +88,7 @@ impl PageState {
             PageState::Resident => TierId(0),
             PageState::Staged { home, .. } => TierId(home),
             PageState::Compressed { tier, .. } | PageState::Node { tier } => TierId(tier),
-            PageState::Hole | PageState::Absent => NO_TIER,
+            PageState::Hole | PageState::Absent | PageState::Unregistered => NO_TIER,
         }
     }
 }
@@ -160,6 +166,12 @@ impl State {
         if let Some(t) = new.node_tier() {
             self.tiers[t as usize - 1].pages += 1;
         }
+        if old == PageState::Unregistered {
+            self.unregistered_pages -= 1;
+        }
+        if new == PageState::Unregistered {
+            self.unregistered_pages += 1;
+        }
         let (was_hole, is_hole) = (old == PageState::Hole, new == PageState::Hole);
         if !was_hole && is_hole {
             self.mapped -= 1;
@@ -181,6 +193,10 @@ impl State {
         }
         if old.placement() != new.placement() {
             self.log_placement(i);
+            let below = |t: TierId| t != TierId(0) && t != NO_TIER;
+            if below(old.placement()) && !below(new.placement()) {
+                self.left_tiers += 1;
+            }
         }
     }
 
@@ -256,7 +272,11 @@ impl Runtime {
                 t.pages -= 1;
             }
             PageState::Staged { slot, .. } => Self::free_slot(st, slot, true),
-            PageState::Hole | PageState::Absent | PageState::Resident | PageState::Node { .. } => {}
+            PageState::Hole
+            | PageState::Absent
+            | PageState::Unregistered
+            | PageState::Resident
+            | PageState::Node { .. } => {}
         }
     }
 }

@@ -72,6 +72,19 @@ impl Runtime {
         };
         if flagged && !was && (reported_ns == 0 || now - reported_ns > THRASH_REPORT_GAP_NS) {
             st.thrash.reported_ns = now;
+            if st.slo.is_some() {
+                // The SLO controller backs off on its own (its stall allowance is far below
+                // the thrash share): a program that still thrashes has no cold memory to give
+                // at its ceiling, or a hot set above it.
+                return Some(format!(
+                    "thrashing: {:.0}% of the last {:.0} s went to serving {} tier faults \
+                     under the SLO controller (ceiling {}); the budget is being raised",
+                    share * 100.0,
+                    wall as f64 / 1e9,
+                    refaulted,
+                    st.budget.describe()
+                ));
+            }
             if matches!(st.budget, crate::config::Budget::Unlimited) {
                 // No budget to raise: the placement policy put these pages in the tiers.
                 return Some(format!(
