@@ -73,14 +73,14 @@ fn a_thrashing_childs_stderr_is_what_a_plain_run_captures() {
         let out = wait_timeout(child, 300, &what);
         let got = ok(&out, &what);
         let log = log_in(&run_dir_of(&stats));
-        // The child thrashed (its runtime said so, in the log)...
+        // The child's stdout and stderr, as its parent captured them, are a plain run's...
+        assert_eq!(got, want, "{what}: the child's output differs\nlog:\n{log}");
+        // ... and the child thrashed (its runtime said so, in the log).
         let ours = format!("tiermem[{top}]: ");
         assert!(
             thrashing_lines(&log).iter().any(|l| !l.contains(&ours)),
             "{what}: the child did not thrash, the test proves nothing:\n{log}"
         );
-        // ... and its stdout and stderr, as its parent captured them, are a plain run's.
-        assert_eq!(got, want, "{what}: the child's output differs\nlog:\n{log}");
         // The parent's own stderr: nothing of tiermem's, or under --verbose the parent's
         // own lines only (it thrashes too, starting up in 10 % of a few MiB).
         let err = String::from_utf8_lossy(&out.stderr);
