@@ -324,6 +324,14 @@ def run_once(prog, budget, bins, work, timeout):
     errf.close()
     with open(err_path, "rb") as f:
         err = f.read()
+    # The runtime's own lines (thrashing advice) go to RUN_DIR/log, not to stderr.
+    log = b""
+    if run_dir:
+        try:
+            with open(os.path.join(run_dir, "log"), "rb") as f:
+                log = f.read()
+        except OSError:
+            pass
 
     trace = os.environ.get("HEAP_BENCH_TRACE")
     if trace:  # per-run CSV of the samples, for a closer look
@@ -337,6 +345,7 @@ def run_once(prog, budget, bins, work, timeout):
                         st.get("unmanaged_anon_bytes", ""), tier_faults(st) if st else ""))
     r = dict(budget=budget, rc=rc, timed_out=timed_out, wall=wall, sha=h.hexdigest(), out_bytes=out_info["bytes"],
              out_head=out_info["head"][:200].decode("utf-8", "replace"), stderr_tail=err[-3000:].decode("utf-8", "replace"),
+             log_tail=log[-3000:].decode("utf-8", "replace"),
              cmd=cmd, nsamples=len(samples))
     if samples:
         r["peak_rss"] = max(s[1] for s in samples)
@@ -547,7 +556,7 @@ def bench(args, scale, only, work):
                 # A run killed at the limit after the runtime said it thrashes is a
                 # measured result (too small a budget for this program), not a fault;
                 # without that report it may be a hang: FAIL.
-                thrash_killed = r["timed_out"] and "]: thrashing: " in r["stderr_tail"]
+                thrash_killed = r["timed_out"] and "]: thrashing: " in r["log_tail"]
                 if thrash_killed:
                     why.append("thrashing (the runtime said so), killed at %.0f s" % timeout)
                 elif r["timed_out"]:
@@ -615,6 +624,12 @@ def bench(args, scale, only, work):
             note()
             note("```")
             note(r["stderr_tail"].rstrip()[-2000:] or "(empty)")
+            note("```")
+            note()
+            note("runtime log (RUN_DIR/log) tail:")
+            note()
+            note("```")
+            note(r["log_tail"].rstrip()[-2000:] or "(empty)")
             note("```")
             note()
     with open(args.out, "w") as f:
