@@ -35,9 +35,13 @@ fn alloc_race_bin() -> &'static PathBuf {
 }
 
 fn run_alloc_race(budget: &str, threads: u32, seconds: f64, seed: u32) {
+    run_alloc_race_with(&[], budget, threads, seconds, seed)
+}
+
+fn run_alloc_race_with(opts: &[&str], budget: &str, threads: u32, seconds: f64, seed: u32) {
     let bin = alloc_race_bin().to_str().unwrap().to_string();
     let (t, s, seed) = (threads.to_string(), seconds.to_string(), seed.to_string());
-    let (cmd, stats) = tiered(budget, &[&bin, &t, &s, &seed]);
+    let (cmd, stats) = tiered_with(opts, budget, &[&bin, &t, &s, &seed]);
     let what = format!("alloc_race {threads} threads, budget {budget}, seed {seed}");
     let out = run(cmd, None, 120, &what);
     let stdout = ok(&out, &what);
@@ -75,6 +79,9 @@ fn threads_mixing_mmap_calloc_and_realloc_growth_keep_every_byte() {
         }
     }
     run_alloc_race("25%", 4, 2.5, 7);
+    // Under the SLO controller (a loose target, so probes go on): regions live unregistered,
+    // are adopted at 1 s while threads map, free and grow them, then are offloaded.
+    run_alloc_race_with(&["--slo", "stall=50%,max_probe=0.5"], "unlimited", 8, 3.0, 11);
 }
 
 /// Run tests/c/NAME.c (one argument) under `budget`: it must print "ok" and the runtime

@@ -86,6 +86,22 @@ impl Runtime {
                 h - n
             }
         };
+        if !self.registers_eagerly(&st) {
+            // Lazy registration: the mmap needs no state of ours, so it is made without the
+            // lock (8 threads mapping and unmapping otherwise queue on it). The pages are
+            // ours (taken from the free map) and still holes to everyone else, and no one
+            // has their address before this returns.
+            drop(st);
+            let mapped = self.map_fresh(start, n).is_ok();
+            let mut st = lock(self);
+            if !mapped {
+                st.give_back(start, n);
+                return None;
+            }
+            self.mark_unregistered(&mut st, start, n);
+            st.regions += 1;
+            return Some(self.addr(start as usize));
+        }
         if self.map_pages(&mut st, start, n).is_err() {
             st.give_back(start, n);
             return None;
@@ -95,6 +111,36 @@ impl Runtime {
     }
 
     pub(super) fn map_pages(&self, st: &mut State, start: u32, n: u32) -> std::io::Result<()> {
+        self.map_fresh(start, n)?;
+        if !self.registers_eagerly(st) {
+            self.mark_unregistered(st, start, n);
+            return Ok(());
+        }
+        let (a, len) = (self.addr(start as usize), n as usize * PAGE);
+        if let Err(e) = self.uffd.register(a, len) {
+            self.reserve(a, len);
+            return Err(e);
+        }
+        for i in start as usize..(start + n) as usize {
+            st.set(i, Page::new(PageState::Absent, 0));
+        }
+        Ok(())
+    }
+
+    /// Pages [start, start+n), just mapped, left to the kernel (lazy registration); under
+    /// the SLO controller they wait for adoption (`adopt_due`).
+    fn mark_unregistered(&self, st: &mut State, start: u32, n: u32) {
+        for i in start as usize..(start + n) as usize {
+            st.set(i, Page::new(PageState::Unregistered, 0));
+        }
+        if st.slo.is_some() {
+            st.unregistered.push((start, n, sys::now_ns()));
+        }
+    }
+
+    /// Map fresh anonymous memory over pages [start, start+n) of the arena (their
+    /// reservation), with the placement new managed memory gets. Needs no state lock.
+    fn map_fresh(&self, start: u32, n: u32) -> std::io::Result<()> {
         let a = self.addr(start as usize);
         let len = n as usize * PAGE;
         // SAFETY: MAP_FIXED over pages [start, start+n) of our own arena reservation, which the
@@ -126,24 +172,6 @@ impl Runtime {
                     self.dram_node
                 ));
             }
-        }
-        if !self.registers_eagerly(st) {
-            // Lazy registration: the kernel serves first touches at its own cost until the
-            // manager may evict from here (`adopt_due`).
-            for i in start as usize..(start + n) as usize {
-                st.set(i, Page::new(PageState::Unregistered, 0));
-            }
-            if st.slo.is_some() {
-                st.unregistered.push((start, n, sys::now_ns()));
-            }
-            return Ok(());
-        }
-        if let Err(e) = self.uffd.register(a, len) {
-            self.reserve(a, len);
-            return Err(e);
-        }
-        for i in start as usize..(start + n) as usize {
-            st.set(i, Page::new(PageState::Absent, 0));
         }
         Ok(())
     }
@@ -247,7 +275,38 @@ impl Runtime {
     /// munmap(2) of a managed range: every page becomes a hole, its data dropped.
     pub fn release(&self, a: usize, len: usize) -> i32 {
         let mut st = lock(self);
-        self.release_locked(&mut st, a, len);
+        let a0 = sys::page_down(a);
+        let end = sys::page_up(a.saturating_add(len)).min(self.arena + self.arena_pages as usize * PAGE);
+        let (s, e) = (self.idx(a0), self.idx(end).min(st.hwm as usize));
+        let lazy = s < e
+            && st.pages[s..e]
+                .iter()
+                .all(|p| matches!(p.state, PageState::Unregistered | PageState::Hole));
+        if !lazy {
+            self.release_locked(&mut st, a, len);
+            return 0;
+        }
+        // Memory the kernel alone serves (lazy registration): nothing of ours to drop, so
+        // the reservation goes back without the lock. The pages are holes to everyone from
+        // here, and return to the free map only once the reservation covers them.
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for i in s..e {
+            if st.pages[i].state == PageState::Unregistered {
+                st.set(i, Page::default());
+                match runs.last_mut() {
+                    Some((r, n)) if (*r + *n) as usize == i => *n += 1,
+                    _ => runs.push((i as u32, 1)),
+                }
+            }
+        }
+        drop(st);
+        for &(r, n) in &runs {
+            self.reserve(self.addr(r as usize), n as usize * PAGE);
+        }
+        let mut st = lock(self);
+        for (r, n) in runs {
+            st.give_back(r, n);
+        }
         0
     }
 
@@ -431,9 +490,16 @@ impl Runtime {
         if !fixed && !maymove {
             return -(libc::ENOMEM as isize);
         }
-        // A move re-registers the destination and carries page states: the source's pages
-        // are adopted first, so every page moved has a known state.
-        self.adopt_locked(&mut st, s, s + old_n);
+        // A move re-registers the destination and carries page states: a source with any
+        // registered page is adopted whole first, so every page moved has a known state; a
+        // source the kernel alone serves (lazy registration) moves as it is, unregistered
+        // (realloc growth under an unlimited budget pays no user-space fault).
+        let lazy = st.pages[s..s + old_n]
+            .iter()
+            .all(|p| p.state == PageState::Unregistered);
+        if !lazy {
+            self.adopt_locked(&mut st, s, s + old_n);
+        }
         // Move: pick the destination inside the arena, let the kernel move the page tables,
         // then re-register and carry every page's state (pool handles move, no copy).
         let dst = if fixed {
@@ -472,7 +538,9 @@ impl Runtime {
         let keep_n = old_n.min(new_n);
         if let Err(e) = move_vmas_keeping_source(old, keep_n * PAGE, dst_a) {
             // A part moved and brought back lost its registration: register it again.
-            if let Err(r) = self.uffd.register(old, keep_n * PAGE) {
+            if lazy {
+                // Nothing was registered.
+            } else if let Err(r) = self.uffd.register(old, keep_n * PAGE) {
                 super::report_fatal(&format!(
                     "re-register of {old:#x} after a failed mremap failed: {r}"
                 ));
@@ -487,7 +555,11 @@ impl Runtime {
         unsafe { sys::madvise(dst_a, keep_n * PAGE, libc::MADV_NOHUGEPAGE) };
         // The moved VMA lost its registration (no UFFD_FEATURE_EVENT_REMAP): register it
         // again before any page of it can be absent to the kernel's eyes.
-        if let Err(e) = self.uffd.register(dst_a, keep_n * PAGE) {
+        if lazy {
+            if st.slo.is_some() {
+                st.unregistered.push((dst as u32, keep_n as u32, sys::now_ns()));
+            }
+        } else if let Err(e) = self.uffd.register(dst_a, keep_n * PAGE) {
             super::report_fatal(&format!("re-register after mremap of {old:#x} failed: {e}"));
         }
         // Carry each page's state to its new index without counting it twice.
@@ -503,6 +575,9 @@ impl Runtime {
             }
             if src.incompressible_in_dram() {
                 st.incompressible -= 1; // `set` below counts it again
+            }
+            if src.state == PageState::Unregistered {
+                st.unregistered_pages -= 1; // as well
             }
             if let PageState::Staged { slot, .. } = src.state {
                 st.hint_owner[slot as usize].0 = (dst + k) as u32;
