@@ -233,11 +233,13 @@ pub fn unique() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Final stats of a tiered run (written at the program's exit).
+/// Final stats of a tiered run (written at the program's exit). Removes them and the run's
+/// directory (read its log before).
 pub fn final_stats(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("no final stats at {}: {e}", path.display()));
     let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_dir_all(run_dir_of(path));
     serde_json::from_str(&text).unwrap()
 }
 
