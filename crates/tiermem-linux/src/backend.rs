@@ -591,10 +591,10 @@ pub fn manager_loop(rt: &'static Runtime) {
                 cs.iter().find(|(n, _)| *n == k).map_or(0, |&(_, v)| v)
             };
             let cs = c.counters();
-            if let Some(shown) = rt.lock().slo.as_mut() {
-                shown.probes = of("slo_probes", &cs);
-                shown.backoffs = of("slo_backoffs", &cs);
-                shown.stall_share = of("slo_stall_ppm", &cs) as f64 / 1e6;
+            if let Some(slo) = rt.lock().slo.as_mut() {
+                slo.probes = of("slo_probes", &cs);
+                slo.backoffs = of("slo_backoffs", &cs);
+                slo.stall_share = of("slo_stall_ppm", &cs) as f64 / 1e6;
             }
         }
         if let Some(line) = rt.check_thrash() {

@@ -275,9 +275,7 @@ impl Runtime {
     /// munmap(2) of a managed range: every page becomes a hole, its data dropped.
     pub fn release(&self, a: usize, len: usize) -> i32 {
         let mut st = lock(self);
-        let a0 = sys::page_down(a);
-        let end = sys::page_up(a.saturating_add(len)).min(self.arena + self.arena_pages as usize * PAGE);
-        let (s, e) = (self.idx(a0), self.idx(end).min(st.hwm as usize));
+        let (s, e) = self.released_span(&st, a, len);
         let lazy = s < e
             && st.pages[s..e]
                 .iter()
@@ -310,10 +308,15 @@ impl Runtime {
         0
     }
 
-    pub(super) fn release_locked(&self, st: &mut State, a: usize, len: usize) {
+    /// The page indices munmap(a, len) covers in the arena (whole pages, up to the hwm).
+    fn released_span(&self, st: &State, a: usize, len: usize) -> (usize, usize) {
         let a0 = sys::page_down(a);
         let end = sys::page_up(a.saturating_add(len)).min(self.arena + self.arena_pages as usize * PAGE);
-        let (s, e) = (self.idx(a0), self.idx(end).min(st.hwm as usize));
+        (self.idx(a0), self.idx(end).min(st.hwm as usize))
+    }
+
+    pub(super) fn release_locked(&self, st: &mut State, a: usize, len: usize) {
+        let (s, e) = self.released_span(st, a, len);
         if s < e {
             self.reserve(self.addr(s), (e - s) * PAGE);
         }

@@ -133,7 +133,7 @@ pub struct State {
     /// frees), ever (kept by `State::set`).
     pub left_tiers: u64,
     /// The SLO controller's target and its counters as of its last decision (stats).
-    pub slo: Option<SloShown>,
+    pub slo: Option<crate::stats::SloStats>,
     pub frozen: bool,
     scan_cursor: u32,
     pub regions: u64,
@@ -188,17 +188,6 @@ pub struct State {
     /// The policy's `counters()` after its last step (the manager copies them on change).
     pub policy_counters: Vec<(&'static str, u64)>,
     pbuf: Vec<u8>,
-}
-
-/// What `tiermem stat` shows of the SLO controller.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct SloShown {
-    /// The stall target (share of wall time).
-    pub target: f64,
-    /// The stall share over its last interval.
-    pub stall_share: f64,
-    pub probes: u64,
-    pub backoffs: u64,
 }
 
 pub struct Runtime {
@@ -395,9 +384,9 @@ impl Runtime {
             slo_offload: None,
             slo_left_at_set: 0,
             left_tiers: 0,
-            slo: cfg.slo_config().map(|c| SloShown {
-                target: c.stall,
-                ..SloShown::default()
+            slo: cfg.slo_config().map(|c| crate::stats::SloStats {
+                target_stall: c.stall,
+                ..Default::default()
             }),
             frozen: false,
             scan_cursor: 0,
@@ -622,16 +611,14 @@ impl Runtime {
                 .map(|&(k, v)| (k.to_string(), v))
                 .collect(),
             tracker: st.tracker.clone(),
-            slo: st.slo.map(|shown| {
+            slo: st.slo.clone().map(|slo| {
+                // What it found cold: the managed bytes held in the compressed tiers.
                 let cold: u64 = st.tiers.iter().filter(|t| t.node.is_none()).map(|t| t.pages).sum();
                 let cold_bytes = cold * PAGE as u64;
                 crate::stats::SloStats {
-                    target_stall: shown.target,
-                    stall_share: shown.stall_share,
-                    probes: shown.probes,
-                    backoffs: shown.backoffs,
                     cold_bytes,
                     saved_bytes: cold_bytes.saturating_sub(pools),
+                    ..slo
                 }
             }),
             dram_latency_ns: st.latency_ns.first().copied().unwrap_or(0.0),
