@@ -14,7 +14,10 @@ share and noisy reading, the counters the cores expose plus the truth) and runs:
    side), repeated over seeds; accuracy beside two single-feature forests: the true MPKI
    (Fig. 9a's, measured alone) and the estimated MPKI (the one a hypervisor has per VM),
    and two yardsticks: the accuracy of answering "no outlier" for every held-out sample,
-   and Fig. 9a's r² of slowdown on the true MPKI.
+   and Fig. 9a's r² of slowdown on the true MPKI. Twice: over every sample (each workload
+   at every dedicated share, several noisy readings), and under the paper's protocol
+   (§4.2: one sample per workload, its measurement under hardware tiering alone as in
+   §3.2, the workloads split 50/50), where the 88 % it reports was measured.
 4. The shipped model is trained on every workload and exported as ONNX (skl2onnx,
    probabilities as a plain tensor); the proxy's coefficients ride in its metadata, so the
    Rust allocator needs nothing else.
@@ -55,10 +58,71 @@ def forest(seed: int):
     return RandomForestClassifier(n_estimators=TREES, random_state=seed, n_jobs=1)
 
 
+def held_out_predictions(tr: pd.DataFrame, te: pd.DataFrame, columns: list[str], seed: int) -> np.ndarray:
+    """The outlier answers on ``te`` of a forest trained on ``tr``'s ``columns``."""
+    clf = forest(seed).fit(tr[columns].to_numpy(np.float32), tr["outlier"])
+    return np.asarray(clf.predict(te[columns].to_numpy(np.float32)), dtype=bool)
+
+
 def held_out_accuracy(tr: pd.DataFrame, te: pd.DataFrame, columns: list[str], seed: int) -> float:
     """Accuracy on ``te`` of a forest trained on ``tr``'s ``columns``."""
-    clf = forest(seed).fit(tr[columns].to_numpy(np.float32), tr["outlier"])
-    return float((clf.predict(te[columns].to_numpy(np.float32)) == te["outlier"]).mean())
+    return float((held_out_predictions(tr, te, columns, seed) == te["outlier"].to_numpy()).mean())
+
+
+def balanced_accuracy(predicted: np.ndarray, truth: np.ndarray) -> float:
+    """Mean of the share of outliers found and the share of the rest left alone (NaN when
+    the held-out half has only one kind)."""
+    truth = truth.astype(bool)
+    if truth.all() or not truth.any():
+        return float("nan")
+    return float(0.5 * ((predicted & truth).sum() / truth.sum() + (~predicted & ~truth).sum() / (~truth).sum()))
+
+
+#: The paper's protocol (§4.2): one sample per workload, the one §3.2 measured (hardware
+#: tiering alone, no dedicated memory), first noisy reading.
+PAPER_PROTOCOL = ("one sample per workload (dedicated share 0: hardware tiering alone, as §3.2 measured; "
+                  "first noisy reading), workloads split 50/50")
+
+#: Why balanced accuracy and MPKI-only are reported and not gated.
+UNGATED_REASON = (
+    "MPKI-only: the paper's 63 % is below answering 'no outlier' for every VM on its own population "
+    "(73-82 % of its workloads are within 5 %, Fig. 5), so it measures the paper's 57-workload sample more "
+    "than what MPKI carries, and a gate on it would fit this population to that sample; here the slowdown "
+    "is nearly a function of MPKI (docs/simulator.md), so MPKI alone scores close to the full estimator. "
+    "Balanced accuracy: the paper does not report it, so there is no number to hold it to; it is shown "
+    "because plain accuracy on a population with ~25 % outliers rewards saying 'no outlier'."
+)
+
+
+def validate(frame: pd.DataFrame, splits: int) -> dict[str, list[float]]:
+    """Held-out scores over ``splits`` even splits of the workloads (all samples of a
+    workload on one side; the proxy fitted on the training side)."""
+    workloads = np.array(sorted(frame["workload"].unique()))
+    out: dict[str, list[float]] = {k: [] for k in ("accuracy", "mpki_only", "est_mpki_only", "constant",
+                                                    "balanced", "mpki_only_balanced", "proxy_r2")}
+    for seed in range(splits):
+        rng = np.random.default_rng(seed)
+        held_out = set(rng.permutation(workloads)[: len(workloads) // 2])
+        test_mask = frame["workload"].isin(held_out)
+        tr, te = frame[~test_mask], frame[test_mask]
+        proxy = fit_proxy(tr)
+        tr, te = with_estimate(tr, proxy), with_estimate(te, proxy)
+        truth = te["outlier"].to_numpy(dtype=bool)
+        out["proxy_r2"].append(float(np.corrcoef(tr["l3_miss_latency_ns"], tr["miss_ratio"])[0, 1] ** 2))
+        full = held_out_predictions(tr, te, FEATURES, seed)
+        mpki = held_out_predictions(tr, te, ["true_mpki"], seed)
+        out["accuracy"].append(float((full == truth).mean()))
+        out["balanced"].append(balanced_accuracy(full, truth))
+        out["mpki_only"].append(float((mpki == truth).mean()))
+        out["mpki_only_balanced"].append(balanced_accuracy(mpki, truth))
+        out["est_mpki_only"].append(held_out_accuracy(tr, te, ["est_mpki"], seed))
+        # The answer a classifier must beat: "no outlier" for every held-out sample.
+        out["constant"].append(float((~truth).mean()))
+    return out
+
+
+def _mean(xs: list[float]) -> float:
+    return float(np.nanmean(xs))
 
 
 #: Columns ``tiermem memstrata train`` writes and the trainer reads.
@@ -97,20 +161,8 @@ def train(csv: Path, model: Path, report: Path) -> dict:
     frame = read_samples(csv)
     frame = frame.assign(outlier=frame["slowdown"] > OUTLIER)
     workloads = np.array(sorted(frame["workload"].unique()))
-    accuracy, baseline, est_baseline, constant, r2 = [], [], [], [], []
-    for seed in range(SPLITS):
-        rng = np.random.default_rng(seed)
-        held_out = set(rng.permutation(workloads)[: len(workloads) // 2])
-        test_mask = frame["workload"].isin(held_out)
-        tr, te = frame[~test_mask], frame[test_mask]
-        proxy = fit_proxy(tr)
-        tr, te = with_estimate(tr, proxy), with_estimate(te, proxy)
-        r2.append(float(np.corrcoef(tr["l3_miss_latency_ns"], tr["miss_ratio"])[0, 1] ** 2))
-        accuracy.append(held_out_accuracy(tr, te, FEATURES, seed))
-        baseline.append(held_out_accuracy(tr, te, ["true_mpki"], seed))
-        est_baseline.append(held_out_accuracy(tr, te, ["est_mpki"], seed))
-        # The answer a classifier must beat: "no outlier" for every held-out sample.
-        constant.append(float((~te["outlier"]).mean()))
+    v = validate(frame, SPLITS)
+    margin = [a - c for a, c in zip(v["accuracy"], v["constant"], strict=True)]
     proxy = fit_proxy(frame)
     full = with_estimate(frame, proxy)
     clf = forest(0).fit(full[FEATURES].to_numpy(np.float32), full["outlier"])
@@ -120,22 +172,54 @@ def train(csv: Path, model: Path, report: Path) -> dict:
         "workloads": len(workloads),
         "outlier_share": float(frame["outlier"].mean()),
         "splits": SPLITS,
-        "validation_accuracy_mean": float(np.mean(accuracy)),
-        "validation_accuracy_min": float(np.min(accuracy)),
-        "mpki_only_accuracy_mean": float(np.mean(baseline)),
-        "mpki_only_accuracy_min": float(np.min(baseline)),
-        "est_mpki_only_accuracy_mean": float(np.mean(est_baseline)),
-        "constant_accuracy_mean": float(np.mean(constant)),
+        "validation_accuracy_mean": _mean(v["accuracy"]),
+        "validation_accuracy_min": float(np.min(v["accuracy"])),
+        "mpki_only_accuracy_mean": _mean(v["mpki_only"]),
+        "mpki_only_accuracy_min": float(np.min(v["mpki_only"])),
+        "est_mpki_only_accuracy_mean": _mean(v["est_mpki_only"]),
+        "constant_accuracy_mean": _mean(v["constant"]),
+        # Points above answering "no outlier" for every held-out sample, per split.
+        "accuracy_over_constant_mean": _mean(margin),
+        "accuracy_over_constant_min": float(np.min(margin)),
+        "balanced_accuracy_mean": _mean(v["balanced"]),
+        "mpki_only_balanced_accuracy_mean": _mean(v["mpki_only_balanced"]),
         # Fig. 9a's statistic: r² of slowdown on the true MPKI, over every sample.
         "mpki_slowdown_r2": float(np.corrcoef(frame["true_mpki"], frame["slowdown"])[0, 1] ** 2),
         "training_accuracy": float((clf.predict(full[FEATURES].to_numpy(np.float32)) == full["outlier"]).mean()),
-        "proxy_r2_mean": float(np.mean(r2)),
+        "proxy_r2_mean": _mean(v["proxy_r2"]),
         "proxy": {"intercept": proxy[0], "slope_per_ns": proxy[1]},
         "feature_importances": dict(zip(FEATURES, map(float, clf.feature_importances_), strict=True)),
+        "paper_protocol": paper_protocol(frame),
+        "ungated": {"metrics": ["mpki_only_accuracy_mean", "balanced_accuracy_mean",
+                                "paper_protocol.mpki_only_accuracy_mean", "paper_protocol.balanced_accuracy_mean"],
+                    "reason": UNGATED_REASON},
         "paper": {"validation_accuracy": 0.88, "mpki_only_accuracy": 0.63, "proxy_r2": 0.87, "mpki_slowdown_r2": 0.73},
     }
     report.write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def paper_protocol(frame: pd.DataFrame) -> dict:
+    """§4.2's validation as the paper ran it: one sample per workload, split 50/50."""
+    one = frame
+    if "dedicated_share" in frame.columns:
+        one = one[one["dedicated_share"] == one["dedicated_share"].min()]
+    if "noise_draw" in frame.columns:
+        one = one[one["noise_draw"] == one["noise_draw"].min()]
+    one = one.drop_duplicates("workload")
+    v = validate(one, SPLITS)
+    return {
+        "protocol": PAPER_PROTOCOL,
+        "samples": len(one),
+        "held_out": len(one) // 2,
+        "outlier_share": float(one["outlier"].mean()),
+        "validation_accuracy_mean": _mean(v["accuracy"]),
+        "validation_accuracy_min": float(np.min(v["accuracy"])),
+        "validation_accuracy_max": float(np.max(v["accuracy"])),
+        "constant_accuracy_mean": _mean(v["constant"]),
+        "mpki_only_accuracy_mean": _mean(v["mpki_only"]),
+        "balanced_accuracy_mean": _mean(v["balanced"]),
+    }
 
 
 def export(clf, proxy: tuple[float, float], path: Path) -> None:

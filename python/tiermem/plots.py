@@ -856,6 +856,39 @@ def plot_memstrata_fig6(directory: Path) -> list[Path]:
     return [save(fig, directory / "fig6_noisy_neighbour.png")]
 
 
+@kind("memstrata-estimator")
+def plot_memstrata_estimator(directory: Path) -> list[Path]:
+    """Memstrata §4.2: the slowdown estimator's held-out accuracy beside MPKI alone and the
+    "no outlier" answer, over every sample and under the paper's protocol, with the paper's."""
+    st = read_summary(directory)["stats"]
+    pp = st["paper_protocol"]
+    paper = st.get("paper", {})
+    groups = ["every sample", "paper's protocol"]
+    series = [
+        ("estimator", [st["validation_accuracy_mean"], pp["validation_accuracy_mean"]]),
+        ("MPKI only", [st["mpki_only_accuracy_mean"], pp["mpki_only_accuracy_mean"]]),
+        ("'no outlier'", [st["constant_accuracy_mean"], pp["constant_accuracy_mean"]]),
+        ("balanced (estimator)", [st["balanced_accuracy_mean"], pp["balanced_accuracy_mean"]]),
+    ]
+    fig, axes = new_figure(size=(7.0, 4.0))
+    ax = axes[0, 0]
+    width = 0.8 / len(series)
+    x = np.arange(len(groups))
+    for i, (name, values) in enumerate(series):
+        ax.bar(x + (i - (len(series) - 1) / 2) * width, np.asarray(values) * 100.0, width, label=name,
+               color=PALETTE[i % len(PALETTE)])
+    for value, name, style in [(paper.get("validation_accuracy"), "paper: estimator", "--"),
+                               (paper.get("mpki_only_accuracy"), "paper: MPKI only", ":")]:
+        if value is not None:
+            ax.axhline(value * 100.0, color="0.3", linestyle=style, linewidth=1, label=name)
+    ax.set_xticks(x, groups)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("held-out accuracy (%)")
+    ax.set_title("Slowdown > 5 % estimator, held-out workloads (Memstrata §4.2)")
+    ax.legend(fontsize="x-small", ncols=2, loc="lower center")
+    return [save(fig, directory / "estimator_accuracy.png")]
+
+
 def _memstrata_mixes(directory: Path, prefix: str) -> list[Path]:
     """One panel per mix: each VM's slowdown, static hardware tiering vs Memstrata."""
     rows = read_summary_rows(directory, ["mix", "workload", "config", "slowdown"])

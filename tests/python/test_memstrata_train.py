@@ -77,6 +77,29 @@ def test_the_estimated_mpki_beats_mpki_alone_on_held_out_workloads(trained):
     assert result["mpki_slowdown_r2"] == pytest.approx(np.corrcoef(frame["true_mpki"], frame["slowdown"])[0, 1] ** 2)
 
 
+def test_the_paper_protocol_takes_one_sample_per_workload(trained):
+    frame, result, _ = trained
+    p = result["paper_protocol"]
+    assert p["samples"] == 40 and p["held_out"] == 20, p
+    first = frame.drop_duplicates("workload")
+    assert p["outlier_share"] == pytest.approx((first["slowdown"] > mt.OUTLIER).mean())
+    assert 0.5 <= p["validation_accuracy_min"] <= p["validation_accuracy_mean"] <= p["validation_accuracy_max"] <= 1.0
+    assert p["constant_accuracy_mean"] == pytest.approx(1.0 - p["outlier_share"], abs=0.15)
+    # The margin over "no outlier" is per split, so its mean is the difference of the means.
+    assert result["accuracy_over_constant_mean"] == pytest.approx(
+        result["validation_accuracy_mean"] - result["constant_accuracy_mean"])
+    assert result["accuracy_over_constant_min"] <= result["accuracy_over_constant_mean"]
+    assert 0.5 < result["balanced_accuracy_mean"] <= 1.0 and result["ungated"]["reason"]
+
+
+def test_balanced_accuracy_weighs_both_classes_equally():
+    truth = np.array([True, False, False, False])
+    assert mt.balanced_accuracy(np.zeros(4, dtype=bool), truth) == 0.5
+    assert mt.balanced_accuracy(truth.copy(), truth) == 1.0
+    assert mt.balanced_accuracy(np.array([True, True, False, False]), truth) == pytest.approx(0.5 * (1 + 2 / 3))
+    assert np.isnan(mt.balanced_accuracy(truth, np.zeros(4, dtype=bool)))
+
+
 def test_the_proxy_recovers_the_latency_line(trained):
     _, result, _ = trained
     proxy = result["proxy"]

@@ -32,6 +32,7 @@ pub const EXPERIMENTS: &[&str] = &[
     "tierscape-fig8",
     "memstrata-fig10",
     "memstrata-fig12",
+    "memstrata-estimator",
 ];
 
 /// The GUPS setup of Colloid §2.1 (base for every Colloid figure).
@@ -74,6 +75,7 @@ pub fn run_with_tiers(name: &str, out: &Path, quick: bool, tiers: Option<&Path>)
         "memstrata-fig11" => crate::reproduce_memstrata::fig11(quick)?,
         "memstrata-fig10" => crate::reproduce_memstrata::fig10(quick)?,
         "memstrata-fig12" => crate::reproduce_memstrata::fig12(quick)?,
+        "memstrata-estimator" => crate::reproduce_memstrata::estimator_validation(quick, out)?,
         other => {
             return Err(Error::usage(format!(
                 "unknown experiment `{other}`; available: {}",

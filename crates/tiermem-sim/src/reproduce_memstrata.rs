@@ -717,3 +717,72 @@ pub fn fig12(quick: bool) -> Result<Value> {
     }
     Ok(json!({"experiment": "memstrata-fig12", "cases": cases_out, "rows": rows}))
 }
+
+/// The Python that runs the trainer: `$TIERMEM_PYTHON`, else the checkout's venv, else
+/// `python3` (the CLI's lookup; the library cannot ask the binary where it lives).
+fn trainer_python() -> String {
+    if let Some(p) = std::env::var_os("TIERMEM_PYTHON") {
+        return p.to_string_lossy().into_owned();
+    }
+    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    if venv.exists() {
+        return venv.display().to_string();
+    }
+    "python3".into()
+}
+
+/// `tiermem reproduce memstrata-estimator`: §4.2's slowdown estimator validated on the
+/// samples `tiermem memstrata train` trains the shipped model on (the same population,
+/// seed and draws; `quick`: one noisy reading instead of three). The trainer
+/// (`python -m tiermem.memstrata_train`, scikit-learn) validates it twice — over every
+/// sample, and under the paper's protocol (one sample per workload, split 50/50) — and
+/// writes `features.csv`, `estimator.onnx` (the shipped model is not touched) and
+/// `report.json` into `out`; the summary's `stats` is that report.
+pub fn estimator_validation(quick: bool, out: &std::path::Path) -> Result<Value> {
+    use tiermem_core::{Error, ErrorKind};
+    let m = paper_machine(128);
+    let pop = calibrated_population(&m)?;
+    let draws = if quick { 1 } else { 3 };
+    let samples = memstrata::samples(&m, &pop, draws, SEED)?;
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out.display(), e))?;
+    let csv = out.join("features.csv");
+    std::fs::write(&csv, memstrata::samples_csv(&samples))
+        .map_err(|e| Error::io(csv.display(), e))?;
+    let report = out.join("report.json");
+    let python = trainer_python();
+    let mut cmd = std::process::Command::new(&python);
+    cmd.args(["-m", "tiermem.memstrata_train"])
+        .arg(&csv)
+        .arg(out.join("estimator.onnx"))
+        .arg(&report);
+    let pydir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python");
+    if pydir.join("tiermem").is_dir() {
+        cmd.env("PYTHONPATH", pydir);
+    }
+    let run = cmd.output().map_err(|e| {
+        Error::new(
+            ErrorKind::Unsupported,
+            format!("memstrata-estimator: cannot run {python}: {e}; set TIERMEM_PYTHON to a Python with scikit-learn and skl2onnx (make setup)"),
+        )
+    })?;
+    if !run.status.success() {
+        let err = String::from_utf8_lossy(&run.stderr);
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "memstrata-estimator: `{python} -m tiermem.memstrata_train` failed ({}); set TIERMEM_PYTHON to a Python with scikit-learn and skl2onnx (make setup)",
+                err.trim().lines().last().unwrap_or("no message")
+            ),
+        ));
+    }
+    let text = std::fs::read_to_string(&report).map_err(|e| Error::io(report.display(), e))?;
+    let stats: Value = serde_json::from_str(&text)
+        .map_err(|e| Error::config(format!("{}: {e}", report.display())))?;
+    Ok(json!({
+        "experiment": "memstrata-estimator",
+        "quick": quick,
+        "draws": draws,
+        "seed": SEED,
+        "stats": stats,
+    }))
+}
