@@ -3,6 +3,7 @@
 #[cfg(test)]
 mod cli_fuzz;
 mod memstrata_cmd;
+mod metrics_http;
 mod policies_cmd;
 mod qos_cmd;
 mod runtime_cmd;

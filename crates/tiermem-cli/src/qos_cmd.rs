@@ -24,6 +24,8 @@ pub struct QosArgs {
     /// Check the config and print the plan; start nothing.
     #[arg(long)]
     pub check: bool,
+    #[command(flatten)]
+    pub metrics: crate::metrics_http::MetricsArgs,
 }
 
 pub fn qos(a: QosArgs) -> Result<i32> {
@@ -57,6 +59,14 @@ pub fn qos(a: QosArgs) -> Result<i32> {
             );
         }
         return Ok(0);
+    }
+    if let Some(l) = a.metrics.bind()? {
+        // A thread of tiermem qos (whose children the tenants are): the run's status
+        // (RUN_DIR/PID/qos.json) and every running tenant's runtime stats, one exposition.
+        let me = std::process::id();
+        std::thread::spawn(move || {
+            crate::metrics_http::serve(l, &|| qos_metrics(me), &|| false)
+        });
     }
     let (code, summary) = tiermem_linux::qos::run(
         &plan,
@@ -94,6 +104,23 @@ pub fn qos(a: QosArgs) -> Result<i32> {
         summary.mode, summary.wall_s
     );
     Ok(code)
+}
+
+/// `tiermem qos --metrics-listen`'s exposition: the run's status, then each running
+/// tenant's runtime (its samples labelled with the tenant's `pid`).
+fn qos_metrics(qos_pid: u32) -> String {
+    let mut e = tiermem_linux::metrics::Exposition::default();
+    let status = tiermem_linux::control::Control::locate(qos_pid)
+        .read_qos()
+        .ok()
+        .and_then(|t| serde_json::from_str::<tiermem_linux::qos::QosStatus>(&t).ok());
+    if let Some(q) = status {
+        q.write_metrics(&mut e);
+        for t in q.tenants.iter().filter(|t| t.running && t.pid > 0) {
+            crate::metrics_http::runtime_metrics(t.pid, &mut e);
+        }
+    }
+    e.render()
 }
 
 /// A command line as a shell would take it back: empty words and words with spaces or

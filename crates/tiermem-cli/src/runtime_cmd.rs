@@ -42,6 +42,8 @@ pub struct RunArgs {
     /// stat` only; lines saying the program's data is at stake always go to stderr too.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    #[command(flatten)]
+    pub metrics: crate::metrics_http::MetricsArgs,
     /// Program and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     pub program: Vec<String>,
@@ -68,6 +70,8 @@ pub struct AttachArgs {
     /// Print the detach report as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub metrics: crate::metrics_http::MetricsArgs,
 }
 
 #[derive(Args)]
@@ -193,7 +197,12 @@ pub fn run(a: RunArgs) -> Result<i32> {
     // starts; directories of dead programs go now.
     tiermem_linux::control::prepare_run_dir(&cfg.run_dir, &cfg.stats_mode)
         .map_err(|e| Error::usage(format!("control directory: {e}")))?;
-    tiermem_linux::launch::exec(&cfg, &a.program, a.verbose)
+    // Bound now: a bad or busy address is refused before the program starts.
+    let listener = a.metrics.bind()?;
+    tiermem_linux::launch::exec_after(&cfg, &a.program, a.verbose, || match listener {
+        Some(l) => crate::metrics_http::spawn_for_run(l),
+        None => Ok(()),
+    })
 }
 
 /// `tiermem attach`: checks in the order a user fixes them (the process, our access to
@@ -225,7 +234,28 @@ pub fn attach(a: AttachArgs) -> Result<()> {
     attach::check_config(&cfg)?;
     // The policy is checked against attach's capabilities by the engine it starts.
     let stop = attach::stop_on_signals();
-    let r = attach::attach(a.pid, &cfg, a.duration, stop)?;
+    let live = std::sync::Arc::new(std::sync::Mutex::new(None::<attach::AttachReport>));
+    if let Some(l) = a.metrics.bind()? {
+        let live = live.clone();
+        // A thread of tiermem attach (not of the process attached to), ending with it.
+        std::thread::spawn(move || {
+            crate::metrics_http::serve(
+                l,
+                &|| {
+                    let mut e = tiermem_linux::metrics::Exposition::default();
+                    if let Some(r) = live.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                        r.write_metrics(&mut e);
+                    }
+                    e.render()
+                },
+                &|| false,
+            )
+        });
+    }
+    let publish = |r: attach::AttachReport| {
+        *live.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+    };
+    let r = attach::attach_reporting(a.pid, &cfg, a.duration, stop, Some(&publish))?;
     if a.json {
         println!(
             "{}",
@@ -692,6 +722,7 @@ mod tests {
             policy: None,
             fault_around: None,
             verbose: false,
+            metrics: Default::default(),
             program: vec!["true".into()],
         };
         // The built-in tier "lz4" with --codec zstd: shown as "1:zstd".

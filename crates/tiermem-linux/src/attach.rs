@@ -83,6 +83,9 @@ pub struct AttachReport {
     pub pages_written_seen: u64,
     /// Why it detached: "signal", "duration", "process exited".
     pub detached_because: String,
+    /// The policy's planned moves, tried vs applied (the engine's cumulative counters).
+    #[serde(default)]
+    pub plan: tiermem_core::Applied,
 }
 
 /// A managed mapping: its first address and one page id per page.
@@ -614,6 +617,7 @@ impl AttachBackend {
             pages_refused: self.pages_refused,
             pages_written_seen: self.pages_written_seen,
             detached_because: because.into(),
+            plan: Applied::default(),
         }
     }
 
@@ -752,6 +756,18 @@ pub fn attach(
     duration_s: Option<f64>,
     stop: &'static AtomicBool,
 ) -> Result<AttachReport> {
+    attach_reporting(pid, cfg, duration_s, stop, None)
+}
+
+/// `attach`, handing `live` the report so far after every engine step (`tiermem attach
+/// --metrics-listen` serves it).
+pub fn attach_reporting(
+    pid: i32,
+    cfg: &RuntimeConfig,
+    duration_s: Option<f64>,
+    stop: &'static AtomicBool,
+    live: Option<&dyn Fn(AttachReport)>,
+) -> Result<AttachReport> {
     let policy = crate::backend::build_policy(cfg)?;
     let name = policy.name();
     let mut backend = AttachBackend::new(pid, cfg, stop)?;
@@ -769,10 +785,17 @@ pub fn attach(
         }
         let remaining = deadline.map_or(u64::MAX, |d| d.saturating_sub(crate::sys::now_ns()));
         engine.step_within(&mut backend, remaining)?;
+        if let Some(f) = live {
+            let mut r = backend.report(&name, "");
+            r.plan = engine.counters.applied;
+            f(r);
+        }
     };
     // Stop the probe thread (it shares `stop`); the process keeps every page where it is.
     stop.store(true, Ordering::Relaxed);
-    Ok(backend.report(&name, because))
+    let mut r = backend.report(&name, because);
+    r.plan = engine.counters.applied;
+    Ok(r)
 }
 
 /// Set on SIGINT or SIGTERM (`stop_on_signals`): detach.

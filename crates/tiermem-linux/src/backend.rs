@@ -572,6 +572,7 @@ pub fn manager_loop(rt: &'static Runtime) {
     let mut ctl_refused = false;
     let mut next_pub = 0u64;
     let mut last_counters = Vec::new();
+    let mut last_plan = tiermem_core::Applied::default();
     while !rt.stop.load(std::sync::atomic::Ordering::Relaxed) {
         let frozen = rt.lock().frozen;
         if frozen {
@@ -580,6 +581,10 @@ pub fn manager_loop(rt: &'static Runtime) {
         }
         if let Err(e) = engine.step(&mut backend) {
             crate::runtime::report(&format!("engine step failed: {e}"));
+        }
+        if engine.counters.applied != last_plan {
+            last_plan = engine.counters.applied;
+            rt.lock().plan = last_plan;
         }
         let counters = engine.policy.counters();
         if counters != last_counters {

@@ -80,7 +80,19 @@ pub fn command(cfg: &RuntimeConfig, program: &[String]) -> Result<std::process::
 /// runtime's lines in this process (which becomes the program: same PID) also go to
 /// stderr; its descendants' go only to the log, as without it (runtime/log.rs).
 pub fn exec(cfg: &RuntimeConfig, program: &[String], verbose: bool) -> Result<i32> {
+    exec_after(cfg, program, verbose, || Ok(()))
+}
+
+/// `exec`, running `before` once every check has passed, just before the exec (`tiermem
+/// run --metrics-listen` starts its metrics process there).
+pub fn exec_after(
+    cfg: &RuntimeConfig,
+    program: &[String],
+    verbose: bool,
+    before: impl FnOnce() -> Result<()>,
+) -> Result<i32> {
     let mut cmd = command(cfg, program)?;
+    before()?;
     if verbose {
         cmd.env(crate::runtime::log::VERBOSE_ENV, std::process::id().to_string());
     }

@@ -29,6 +29,7 @@ mod codec_ext;
 pub mod config;
 pub mod control;
 pub mod launch;
+pub mod metrics;
 pub mod numa;
 pub mod pool;
 pub mod probe;

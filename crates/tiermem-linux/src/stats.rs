@@ -232,6 +232,9 @@ pub struct Stats {
     /// The SLO controller, when it picks the budget (`budget_bytes` is its choice).
     #[serde(default)]
     pub slo: Option<SloStats>,
+    /// The policy's planned moves, tried vs applied (the engine's cumulative `Applied`).
+    #[serde(default)]
+    pub plan: tiermem_core::plan::Applied,
 }
 
 /// What the SLO controller chose and saw (`tiermem_policies::slo`).
@@ -251,160 +254,11 @@ pub struct SloStats {
 }
 
 impl Stats {
-    /// Prometheus text exposition.
+    /// Prometheus text exposition (crate::metrics: every value, HELP and TYPE for each).
     pub fn prometheus(&self) -> String {
-        let mut s = String::new();
-        let pid = self.pid;
-        let g = |s: &mut String, name: &str, help: &str, v: f64| {
-            s.push_str(&format!("# HELP tiermem_{name} {help}\n# TYPE tiermem_{name} gauge\ntiermem_{name}{{pid=\"{pid}\"}} {v}\n"));
-        };
-        g(
-            &mut s,
-            "budget_bytes",
-            "DRAM budget in bytes",
-            self.budget_bytes as f64,
-        );
-        g(
-            &mut s,
-            "managed_bytes",
-            "Bytes of managed regions",
-            self.managed_bytes as f64,
-        );
-        g(
-            &mut s,
-            "resident_bytes",
-            "Managed bytes resident in DRAM",
-            self.resident_bytes as f64,
-        );
-        g(
-            &mut s,
-            "footprint_bytes",
-            "Resident plus compressed managed bytes",
-            self.footprint_bytes as f64,
-        );
-        g(
-            &mut s,
-            "tco_savings_ratio",
-            "Memory TCO saved against all managed pages in DRAM (TierScape Eq. 12)",
-            self.tco_savings,
-        );
-        g(
-            &mut s,
-            "cpu_seconds",
-            "CPU seconds used by tiermem threads",
-            self.cpu_s,
-        );
-        g(
-            &mut s,
-            "unmanaged_anon_bytes",
-            "Resident anonymous bytes outside managed DRAM and pools",
-            self.unmanaged_anon_bytes as f64,
-        );
-        g(
-            &mut s,
-            "tier_fault_service_seconds",
-            "Seconds spent serving tier faults",
-            self.tier_fault_service_s,
-        );
-        g(
-            &mut s,
-            "thrashing",
-            "1 while tier faults take more than the thrash share of the time",
-            self.thrashing as u8 as f64,
-        );
-        g(
-            &mut s,
-            "hint_faults",
-            "Hint faults observed",
-            self.hint_faults as f64,
-        );
-        g(
-            &mut s,
-            "move_ops",
-            "Page-table operations (UFFDIO_MOVE/COPY) made to move pages between tiers",
-            self.move_ops as f64,
-        );
-        g(
-            &mut s,
-            "moved_pages",
-            "Pages moved between tiers by those operations",
-            self.moved_pages as f64,
-        );
-        // Integrity: an operator alerts on these (each is 0 unless something went wrong).
-        g(
-            &mut s,
-            "misreported_moves",
-            "UFFDIO_MOVE answers the kernel got wrong (pages moved under an error), found by checking and taken as moves",
-            self.misreported_moves as f64,
-        );
-        g(
-            &mut s,
-            "resident_refilled",
-            "Pages held in DRAM found without data (dropped outside tiermem), served as zeros and reported",
-            self.resident_refilled as f64,
-        );
-        g(
-            &mut s,
-            "absent_with_page",
-            "Pages held absent found with a page table entry (counted resident)",
-            self.absent_with_page as f64,
-        );
-        g(
-            &mut s,
-            "fault_around_pages",
-            "Pages brought back from compressed tiers beside a faulting page (fault-around)",
-            self.fault_around.pages_around as f64,
-        );
-        g(
-            &mut s,
-            "fault_around_unit_bytes",
-            "The unit tier faults are served at now (bytes)",
-            self.fault_around.unit_bytes as f64,
-        );
-        for t in &self.tiers {
-            for (name, v) in [
-                ("tier_pages", t.pages as f64),
-                ("tier_stored_bytes", t.stored_bytes as f64),
-                ("tier_compressed_bytes", t.compressed_bytes as f64),
-                ("tier_pool_bytes", t.pool_bytes as f64),
-                ("tier_faults_total", t.faults as f64),
-                ("tier_fault_p50_ns", t.fault_p50_ns as f64),
-                ("tier_fault_p99_ns", t.fault_p99_ns as f64),
-                ("tier_migrations_in_total", t.migrations_in as f64),
-            ] {
-                s.push_str(&format!(
-                    "tiermem_{name}{{pid=\"{pid}\",tier=\"{}\"}} {v}\n",
-                    t.name
-                ));
-            }
-        }
-        if let Some(slo) = &self.slo {
-            g(&mut s, "slo_target_stall_ratio", "The SLO controller's stall target (share of wall time)", slo.target_stall);
-            g(&mut s, "slo_stall_ratio", "Tier-fault stall share over the SLO controller's last interval", slo.stall_share);
-            g(&mut s, "slo_cold_bytes", "Managed bytes the SLO controller found cold (held in the tiers, uncompressed)", slo.cold_bytes as f64);
-            g(&mut s, "slo_saved_bytes", "Memory saved: cold bytes less the pools holding them", slo.saved_bytes as f64);
-            g(&mut s, "slo_probes", "Times the SLO controller tightened the budget", slo.probes as f64);
-            g(&mut s, "slo_backoffs", "Times the SLO controller loosened the budget after a stall over its target", slo.backoffs as f64);
-        }
-        s.push_str("# HELP tiermem_messages_total Lines the runtime reported (RUN_DIR/log), by level\n# TYPE tiermem_messages_total counter\n");
-        for (level, v) in [
-            ("info", self.messages_info),
-            ("warn", self.messages_warn),
-            ("fatal", self.messages_fatal),
-        ] {
-            s.push_str(&format!(
-                "tiermem_messages_total{{pid=\"{pid}\",level=\"{level}\"}} {v}\n"
-            ));
-        }
-        if !self.policy_counters.is_empty() {
-            s.push_str("# HELP tiermem_policy_counter The policy's own counters (Policy::counters)\n# TYPE tiermem_policy_counter gauge\n");
-            for (name, v) in &self.policy_counters {
-                s.push_str(&format!(
-                    "tiermem_policy_counter{{pid=\"{pid}\",name=\"{name}\"}} {v}\n"
-                ));
-            }
-        }
-        s
+        let mut e = crate::metrics::Exposition::default();
+        self.write_metrics(&mut e);
+        e.render()
     }
 }
 

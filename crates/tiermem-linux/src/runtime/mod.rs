@@ -187,6 +187,8 @@ pub struct State {
     pub latency_ns: Vec<f64>,
     /// The policy's `counters()` after its last step (the manager copies them on change).
     pub policy_counters: Vec<(&'static str, u64)>,
+    /// The engine's planned moves, tried vs applied (cumulative; stats `plan`).
+    pub plan: tiermem_core::Applied,
     pbuf: Vec<u8>,
 }
 
@@ -421,6 +423,7 @@ impl Runtime {
             sample_always: false,
             policy: String::new(),
             policy_counters: Vec::new(),
+            plan: tiermem_core::Applied::default(),
             tracker: String::new(),
             latency_ns: Vec::new(),
             pbuf: vec![0u8; PAGE],
@@ -605,6 +608,7 @@ impl Runtime {
             unmanaged_anon_bytes: anon.saturating_sub(st.resident * PAGE as u64 + pools),
             quanta: st.quanta,
             policy: st.policy.clone(),
+            plan: st.plan,
             policy_counters: st
                 .policy_counters
                 .iter()
