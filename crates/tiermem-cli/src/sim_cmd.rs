@@ -50,6 +50,12 @@ pub struct ReproduceArgs {
     /// with the pool in DRAM). Default: experiments/tierscape/tiers-characterized.json.
     #[arg(long, value_name = "FILE")]
     pub tiers: Option<PathBuf>,
+    /// With granularity-fig8: ICS'18's own method (§5, Fig. 7) instead of the simulation:
+    /// every scheme run at 1:1 latency, the runtime at 1:2, 1:3 and 1:8 projected from its
+    /// compute, per-tier stall, shootdowns and copies (the experiment
+    /// granularity-fig8-projection).
+    #[arg(long)]
+    pub projection: bool,
 }
 
 /// `--out` must be a directory or a path where one can be made: checked before any work
@@ -141,12 +147,21 @@ pub fn sim(a: SimArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn reproduce(a: ReproduceArgs) -> Result<i32> {
+pub fn reproduce(mut a: ReproduceArgs) -> Result<i32> {
     if a.tiers.is_some() && a.experiment != "tierscape-fig8" {
         return Err(Error::usage(format!(
             "--tiers applies to `tiermem reproduce tierscape-fig8` only, not to `{}`; drop it",
             a.experiment
         )));
+    }
+    if a.projection {
+        if a.experiment != "granularity-fig8" {
+            return Err(Error::usage(format!(
+                "--projection applies to `tiermem reproduce granularity-fig8` only, not to `{}`; drop it",
+                a.experiment
+            )));
+        }
+        a.experiment = "granularity-fig8-projection".into();
     }
     if a.experiment == "all" {
         return crate::workbench_cmd::reproduce_all(a);

@@ -301,6 +301,20 @@ pub struct SimBackend {
     ops_done: f64,
     work_ops: Option<f64>,
     completed_at_ns: Option<f64>,
+    /// Where the application cores' time went until the work was done (`core_time`).
+    core_time: CoreTime,
+}
+
+/// The application cores' time (all tenants; ns of core time, i.e. summed over cores),
+/// split as a leading-load model splits it (ICS'18 §5, Fig. 6): compute, waiting on each
+/// tier's memory, stalled (TLB shootdowns, migration threads on the cores, synchronous
+/// waits) and in faults. Counted up to the run's `stop_after_ops` work when it has one.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CoreTime {
+    pub compute_ns: f64,
+    pub memory_ns: Vec<f64>,
+    pub stalled_ns: f64,
+    pub fault_ns: f64,
 }
 
 impl SimBackend {
@@ -570,6 +584,7 @@ impl SimBackend {
             moved_log_read: false,
             solve_memo: Default::default(),
             ops_done: 0.0,
+            core_time: CoreTime::default(),
             work_ops: cfg.stop_after_ops,
             completed_at_ns: None,
         };
@@ -628,6 +643,10 @@ impl SimBackend {
     /// interpolated within the epoch that completed them), once they are.
     pub fn completed_at_ns(&self) -> Option<f64> {
         self.completed_at_ns
+    }
+    /// Where the application cores' time went so far (up to the work's completion).
+    pub fn core_time(&self) -> &CoreTime {
+        &self.core_time
     }
     /// The tenants' specs (name, span), in page order.
     pub fn tenant_specs(&self) -> &[TenantSpec] {
@@ -1184,6 +1203,39 @@ impl SimBackend {
         }
     }
 
+    /// Add `dt_ns` of the cores' time at the epoch's solution (per-tier latencies, each
+    /// tenant's operations per second and stalled share) to `core_time`: per operation,
+    /// `lines × mass_i × L_i / outstanding` waiting on tier `i` and `compute_ns` computing,
+    /// as `machine::ops_per_s` divides an operation's time.
+    fn count_core_time(&mut self, latency_ns: &[f64], ops: &[f64], stall: &[f64], dt_ns: f64) {
+        let n = self.specs.len();
+        let mut add = CoreTime {
+            memory_ns: vec![0.0; n],
+            ..CoreTime::default()
+        };
+        for (t, &o) in ops.iter().enumerate() {
+            let c = self.tenant_cores(t);
+            let lines = self.loads[t].shape.lines_per_op as f64;
+            let outstanding = c.mlp_lines.min(c.ops_in_flight * lines).max(1e-12);
+            let done = o * dt_ns / 1e9;
+            let mass = self.demand_mass(t);
+            add.compute_ns += done * c.compute_ns_per_op;
+            add.fault_ns += done * self.stuck_fault_ns_per_op(t);
+            for i in 0..n.min(latency_ns.len()) {
+                add.memory_ns[i] += done * lines * mass[i] * latency_ns[i] / outstanding;
+            }
+            add.stalled_ns += c.cores * dt_ns * stall.get(t).copied().unwrap_or(0.0);
+        }
+        let ct = &mut self.core_time;
+        ct.memory_ns.resize(n, 0.0);
+        ct.compute_ns += add.compute_ns;
+        ct.fault_ns += add.fault_ns;
+        ct.stalled_ns += add.stalled_ns;
+        for (a, b) in ct.memory_ns.iter_mut().zip(&add.memory_ns) {
+            *a += b;
+        }
+    }
+
     fn epoch(&mut self, step_ns: u64, mig_read: &[f64], mig_write: &[f64], stall: &[f64]) {
         let k = self.loads.len();
         let mut changed = false;
@@ -1268,12 +1320,21 @@ impl SimBackend {
         }
         let step_s = step_ns as f64 / 1e9;
         let epoch_ops: f64 = ops.iter().sum::<f64>() * step_s;
+        let mut counted = if self.completed_at_ns.is_some() {
+            0.0
+        } else {
+            1.0
+        };
         if let (Some(target), None) = (self.work_ops, self.completed_at_ns) {
             if self.ops_done + epoch_ops >= target {
                 // Operations run at a constant rate within the epoch.
                 let f = ((target - self.ops_done) / epoch_ops.max(1e-300)).clamp(0.0, 1.0);
                 self.completed_at_ns = Some(self.now_ns as f64 + f * step_ns as f64);
+                counted = f;
             }
+        }
+        if counted > 0.0 {
+            self.count_core_time(&eq.latency_ns, &ops, &stall, step_ns as f64 * counted);
         }
         self.ops_done += epoch_ops;
         for (t, o) in ops.iter().enumerate() {

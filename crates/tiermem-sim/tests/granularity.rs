@@ -496,3 +496,71 @@ fn a_fixed_amount_of_work_is_timed() {
     assert!((s["completion_time_s"].as_f64().unwrap() - t).abs() < 1e-12);
     assert!(s["ops_completed"].as_f64().unwrap() >= rate * 0.00737);
 }
+
+/// ICS'18 §5's projection (Fig. 7), on a run measured at 1:1 latency: the backend accounts
+/// every core-second of the work (compute + memory per tier + stalled = the run's time),
+/// the slow tier's share of the memory time is the share of reads it served (both tiers
+/// at DRAM latency), and the projected runtime takes two shootdowns per migration
+/// (footnote 3) at the testbed's 13.2 µs and the copy at its speed, scaling only the slow
+/// memory time and the copy by the ratio.
+#[test]
+fn the_projection_splits_a_run_measured_at_dram_speed() {
+    let app = ics18::apps()
+        .unwrap()
+        .into_iter()
+        .find(|a| a.name == "gups")
+        .unwrap();
+    let work = ics18::reference(&app, true).unwrap();
+    let one = ics18::Setting {
+        fast_mib: MAIN.fast_mib,
+        latency_ratio: 1.0,
+    };
+    let m = ics18::run_scheme(&app, one, "static-4k", work, true).unwrap();
+    assert!(m.completed && m.shootdowns > 100, "{m:?}");
+    let accounted = m.compute_s + m.memory_s.iter().sum::<f64>() + m.stalled_s;
+    assert!(
+        (accounted / m.time_s - 1.0).abs() < 1e-6,
+        "accounted {accounted} s of {} s",
+        m.time_s
+    );
+    assert!(
+        m.stalled_s > 0.0,
+        "migration threads on the cores stall them"
+    );
+    let slow_share = m.memory_s[1] / (m.memory_s[0] + m.memory_s[1]);
+    assert!(
+        (slow_share - (1.0 - m.fast_hit_ratio)).abs() < 0.02,
+        "slow share of memory time {slow_share} vs reads {}",
+        1.0 - m.fast_hit_ratio
+    );
+    let (_, shootdown_wait_ns, copy_gbps, _) = ics18_migration();
+    let p = ics18::Projection::of(&m, &ics18::testbed_migration().unwrap());
+    assert_eq!(p.shootdowns, 2.0 * m.shootdowns as f64);
+    assert!((p.shootdown_s - p.shootdowns * shootdown_wait_ns / 1e9).abs() < 1e-12);
+    assert!((p.copy_s - m.bytes_moved as f64 / (copy_gbps * 1e9)).abs() < 1e-12);
+    assert_eq!(
+        m.bytes_moved,
+        4096 * m.shootdowns,
+        "static 4 KiB moves one page each"
+    );
+    let fixed = p.compute_s + p.fast_s + p.shootdown_s;
+    for r in [1.0, 2.0, 3.0, 8.0] {
+        let want = fixed + r * (p.slow_s + p.copy_s);
+        assert!((p.runtime_s(r) - want).abs() < 1e-12 * want, "ratio {r}");
+    }
+    // The no-migration reference projects to its own time at any ratio: it never waits on
+    // the slow tier.
+    let mut c = ics18::config(&app, MAIN, None).unwrap();
+    c.stop_after_ops = Some(work);
+    let r = ics18::measure(&c).unwrap();
+    assert!(
+        r.shootdowns == 0 && r.memory_s[1] == 0.0 && r.stalled_s == 0.0,
+        "{r:?}"
+    );
+    let pr = ics18::Projection::of(&r, &ics18::testbed_migration().unwrap());
+    assert!(
+        (pr.runtime_s(8.0) / r.time_s - 1.0).abs() < 1e-6,
+        "{pr:?} vs {}",
+        r.time_s
+    );
+}
