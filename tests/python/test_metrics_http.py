@@ -95,6 +95,7 @@ SLO = {
     "saved_bytes": "tiermem_slo_saved_bytes",
     "probes": "tiermem_slo_probes_total",
     "backoffs": "tiermem_slo_backoffs_total",
+    "idle_offloaded_bytes": "tiermem_slo_idle_offloaded_bytes_total",
 }
 FAULT_AROUND = {
     "unit_bytes": "tiermem_fault_around_unit_bytes",
@@ -273,6 +274,9 @@ def test_metrics_agree_with_tiermem_stat(tmp_path, tiermem):
                         check(f"plan.{k}", v, *PLAN[k])
                     else:
                         unmapped.append(f"plan.{k}")
+            elif field == "left_to_kernel":
+                for k, v in value.items():
+                    check(f"left_to_kernel.{k}", v, f"tiermem_left_to_kernel_{k}_total", {})
             elif field == "policy_counters":
                 for k, v in value.items():
                     check(f"policy_counters.{k}", v, "tiermem_policy_counter", {"name": k})

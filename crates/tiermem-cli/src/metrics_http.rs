@@ -96,7 +96,9 @@ fn respond(req: tiny_http::Request, render: &dyn Fn() -> String) {
     let path = req.url().split('?').next().unwrap_or("").to_string();
     let text = |s: String, code: u16, ctype: &str| {
         let h = Header::from_bytes(&b"Content-Type"[..], ctype.as_bytes()).expect("a valid header");
-        Response::from_string(s).with_status_code(code).with_header(h)
+        Response::from_string(s)
+            .with_status_code(code)
+            .with_header(h)
     };
     let plain = "text/plain; charset=utf-8";
     let r = match (req.method(), path.as_str()) {
@@ -192,7 +194,13 @@ fn detach_from_program(keep: &[i32]) {
             }
             libc::close(null);
         }
-        libc::prctl(libc::PR_SET_NAME, c"tiermem-metrics".as_ptr() as libc::c_ulong, 0, 0, 0);
+        libc::prctl(
+            libc::PR_SET_NAME,
+            c"tiermem-metrics".as_ptr() as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
     }
     let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
         .map(|d| {

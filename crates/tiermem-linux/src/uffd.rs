@@ -86,15 +86,60 @@ pub struct Msg {
     pub extra: u64,
 }
 
-/// Why a userfaultfd could not be created, in words an operator can act on.
+/// The device node of Linux 6.1+ (`USERFAULTFD_IOC_NEW`): whoever may open it gets a
+/// userfaultfd that handles kernel-mode faults too, with no capability and whatever
+/// `vm.unprivileged_userfaultfd` says; the administrator grants it to a group.
+pub const DEV: &str = "/dev/userfaultfd";
+/// `_IO(0xAA, 0x00)` (linux/userfaultfd.h): a new userfaultfd from the device's fd.
+const USERFAULTFD_IOC_NEW: u64 = 0xAA00;
+
+/// Why a userfaultfd could not be created, in words an operator can act on: both ways to
+/// get one (the device node; the system call) and what each needs.
 pub fn permission_hint() -> String {
     let setting = std::fs::read_to_string("/proc/sys/vm/unprivileged_userfaultfd")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "?".into());
+    let dev = match std::fs::metadata(DEV) {
+        Ok(_) => format!("{DEV} is not open to this user"),
+        Err(_) => format!("this kernel has no {DEV}"),
+    };
     format!(
-        "userfaultfd is not permitted for this user (vm.unprivileged_userfaultfd = {setting}); \
-         fix: `sudo sysctl -w vm.unprivileged_userfaultfd=1`, or run as root / with CAP_SYS_PTRACE"
+        "userfaultfd is not permitted for this user ({dev}, and the userfaultfd system call \
+         is refused: vm.unprivileged_userfaultfd = {setting}, or a seccomp filter); fix: give \
+         the user {DEV} (a group and a udev rule, docs/runtime.md \"Unprivileged users\"), or \
+         `sudo sysctl -w vm.unprivileged_userfaultfd=1`, or run as root / with CAP_SYS_PTRACE"
     )
+}
+
+/// A userfaultfd from the device node (`O_CLOEXEC | O_NONBLOCK`), at the number the device's
+/// fd had (the lowest free one, as the system call's would be).
+fn open_dev() -> io::Result<i32> {
+    // SAFETY: open(2) of a NUL-terminated path literal.
+    let dev = unsafe { libc::open(c"/dev/userfaultfd".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if dev < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: USERFAULTFD_IOC_NEW takes the new descriptor's flags as its argument.
+    let fd = unsafe {
+        libc::ioctl(dev, USERFAULTFD_IOC_NEW as _, libc::O_CLOEXEC | libc::O_NONBLOCK)
+    };
+    let e = io::Error::last_os_error();
+    if fd < 0 {
+        // SAFETY: closes the device fd opened above, ours alone.
+        unsafe { libc::close(dev) };
+        return Err(e);
+    }
+    // SAFETY: dup3 onto the device fd's number closes that fd and keeps the userfaultfd
+    // there (close-on-exec as it was); the ioctl's fd is then closed. Both are ours.
+    unsafe {
+        if libc::dup3(fd, dev, libc::O_CLOEXEC) == dev {
+            libc::close(fd);
+            Ok(dev)
+        } else {
+            libc::close(dev);
+            Ok(fd)
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -134,13 +179,24 @@ fn op_of_errno(e: i32) -> Op {
 
 impl Uffd {
     /// Create a userfaultfd (kernel faults included: read(2) into an evicted page must work).
+    /// From /dev/userfaultfd when this user may open it, else with the system call (which
+    /// needs root, CAP_SYS_PTRACE or `vm.unprivileged_userfaultfd = 1`, and which container
+    /// seccomp profiles refuse). Either error is the system call's: EPERM when neither way
+    /// is open (`permission_hint` then names both fixes).
     pub fn open() -> io::Result<Uffd> {
-        // SAFETY: userfaultfd(2) only creates a descriptor.
-        let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK) }
-            as i32;
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let fd = match open_dev() {
+            Ok(fd) => fd,
+            Err(_) => {
+                // SAFETY: userfaultfd(2) only creates a descriptor.
+                let fd = unsafe {
+                    libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK)
+                } as i32;
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                fd
+            }
+        };
         let mut api = Api {
             api: UFFD_API,
             features: UFFD_FEATURE_MOVE,
