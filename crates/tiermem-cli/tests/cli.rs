@@ -92,6 +92,19 @@ fn missing_config_and_unknown_experiment_exit_2() {
         String::from_utf8_lossy(&o.stderr).contains("colloid-fig1"),
         "lists what exists"
     );
+    // --projection is ICS'18's method: granularity-fig8 only, refused before any work.
+    let o = tiermem()
+        .args(["reproduce", "colloid-fig1", "--projection", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--projection") && err.contains("granularity-fig8"),
+        "{err}"
+    );
+    assert!(!out.join("summary.json").exists());
 }
 
 #[test]

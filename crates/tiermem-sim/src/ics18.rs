@@ -353,7 +353,7 @@ fn row(
     scheme: &str,
     m: &Measured,
     runtime_norm: f64,
-    shootdowns: f64,
+    shootdowns: Value,
 ) -> Value {
     json!({
         "setting": setting.label(),
@@ -439,7 +439,7 @@ pub fn run_mode(quick: bool, mode: Mode) -> Result<Value> {
                     scheme,
                     &m,
                     m.time_s / t_ref,
-                    m.shootdowns as f64,
+                    json!(m.shootdowns),
                 ));
             }
             Mode::Projection => {
@@ -460,7 +460,7 @@ pub fn run_mode(quick: bool, mode: Mode) -> Result<Value> {
                         scheme,
                         &m,
                         p.runtime_s(ratio) / t_ref,
-                        p.shootdowns,
+                        json!(p.shootdowns),
                     );
                     let o = v.as_object_mut().expect("a row is an object");
                     for (k, x) in [
