@@ -12,13 +12,19 @@ pub enum TrackerSpec {
     /// PEBS-like sampling: one sample every `sample_period` memory accesses (loads and
     /// stores counted separately by the hardware; both reported here).
     Pebs { sample_period: u64 },
-    /// TPP / NUMA-balancing hint faults: every `scan_period_ns` the scanner unmaps up to
-    /// `scan_pages` pages (round robin over the pages of `tiers`); the next access to an
-    /// unmapped page raises a hint fault carrying the time since it was unmapped.
+    /// TPP / NUMA-balancing hint faults, per task (tenant) as Linux scans each process:
+    /// every interval a task's scanner unmaps up to `scan_pages` of its pages (round robin
+    /// over its pages in `tiers`); the next access to an unmapped page raises a hint fault
+    /// carrying the time since it was unmapped. The interval is `scan_period_ns`, or with
+    /// `scan_period_min_ns` Linux's `task_scan_min()`: `max(scan_period_ns,
+    /// scan_period_min_ns / windows)`, `windows` = the task's pages / `scan_pages` rounded
+    /// up (the time to scan the whole task, at most one window per `scan_period_ns`).
     HintFault {
         scan_period_ns: u64,
         scan_pages: u64,
         tiers: Vec<TierId>,
+        #[serde(default)]
+        scan_period_min_ns: Option<u64>,
     },
     /// Access-bit scanning (ICS'18): every `scan_period_ns` each page reports whether it was
     /// touched since the previous scan, and the bit is cleared.

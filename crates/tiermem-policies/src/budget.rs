@@ -99,6 +99,7 @@ impl Policy for BudgetGuard {
                 scan_period_ns: self.scan_period_ns,
                 scan_pages: self.scan_pages,
                 tiers: vec![TierId(0)],
+                scan_period_min_ns: None,
             },
         }
     }

@@ -233,6 +233,7 @@ impl<B: HeatModel> Policy for Colloid<B> {
                     scan_period_ns,
                     scan_pages,
                     mut tiers,
+                    scan_period_min_ns,
                 } => {
                     if !tiers.contains(&TierId::DEFAULT) {
                         tiers.insert(0, TierId::DEFAULT);
@@ -241,6 +242,7 @@ impl<B: HeatModel> Policy for Colloid<B> {
                         scan_period_ns,
                         scan_pages,
                         tiers,
+                        scan_period_min_ns,
                     }
                 }
                 TrackerSpec::Combined(ts) => {

@@ -49,8 +49,10 @@
 //! *whole* address space; the kernel scans one 256 MB window every
 //! `task_scan_min() = max(1000 ms / (MAX_SCAN_WINDOW / scan_size), scan_period_min / windows)`
 //! with `MAX_SCAN_WINDOW = 2560` MB and `windows = RSS / scan_size`: for any task above
-//! 2.5 GB (every Colloid workload) that is the 100 ms floor, our default
-//! (`scan_interval_ms`). The kernel may stretch it towards `scan_period_max / windows`
+//! 2.5 GB (every Colloid workload) that is the 100 ms floor (`scan_interval_ms`); the
+//! simulator applies `task_scan_min()` to each task (tenant) on its own footprint, with
+//! its own scan offset, paced by its CPU share (`tiermem_sim::tracker`), unless
+//! `scan_interval_ms` fixes the interval. The kernel may stretch it towards `scan_period_max / windows`
 //! (60 s / 288 = 208 ms at 72 GB) depending on the task's fault locality; we keep the minimum.
 //! With THP, a scan counts a huge page as its 512 base pages, so the scan always covers
 //! `scan_size_mb` of memory: `scan_pages = scan_size / page_bytes`.
@@ -554,10 +556,16 @@ impl HeatModel for Tpp {
         } else {
             1
         };
+        // Without a fixed interval, each task's is `task_scan_min()` of its own footprint.
         let faults = TrackerSpec::HintFault {
             scan_period_ns: ms_to_ns(self.scan_interval_ms()),
             scan_pages,
             tiers: (first..8).map(TierId).collect(),
+            scan_period_min_ns: self
+                .cfg
+                .scan_interval_ms
+                .is_none()
+                .then(|| ms_to_ns(self.cfg.scan_period_min_ms)),
         };
         match self.cfg.lru {
             TppLru::AccessBit => TrackerSpec::Combined(vec![
@@ -788,8 +796,10 @@ mod tests {
                 scan_period_ns,
                 scan_pages,
                 tiers,
+                scan_period_min_ns,
             } => {
                 assert_eq!(scan_period_ns, 100_000_000, "task_scan_min() floor");
+                assert_eq!(scan_period_min_ns, Some(1_000_000_000), "scan_period_min");
                 assert_eq!(scan_pages, 128, "256 MiB of 2 MiB pages");
                 assert!(tiers.contains(&FAST) && tiers.contains(&SLOW));
             }

@@ -98,6 +98,7 @@ impl Machine {
                 scan_period_ns,
                 scan_pages,
                 tiers,
+                ..
             } = tracker
             {
                 while t >= self.next_scan_ns {

@@ -54,17 +54,17 @@ pub struct Record {
     pub tenant_hint_faults_per_s: Vec<f64>,
 }
 
-/// Linux NUMA balancing scans a task's address space `numa_balancing_scan_size_mb` = 256 MB
-/// per `numa_balancing_scan_period_min_ms` = 1000 ms (kernel defaults, kernel/sched/fair.c),
-/// paced by the task's ticks (`task_tick_numa`), so a throttled task scans less.
-pub const NUMA_SCAN_BYTES_PER_S: f64 = 256.0 * 1048576.0;
 /// Hint faults are taken per base page (4 KiB) in this model.
 const HINT_FAULT_PAGE_BYTES: f64 = 4096.0;
 
-/// Remote NUMA hint faults per second of a task running at CPU share `share` whose pages
-/// are remote and touched within a scan cycle in the fraction `touched_remote`.
-pub fn hint_fault_rate(share: f64, touched_remote: f64) -> f64 {
-    NUMA_SCAN_BYTES_PER_S * share / HINT_FAULT_PAGE_BYTES * touched_remote
+/// Remote NUMA hint faults per second of a task of `footprint_bytes` (full scale) on
+/// `threads` threads at CPU share `share` whose pages are remote and touched within a scan
+/// cycle in the fraction `touched_remote`: Linux's per-task scan
+/// ([`crate::tracker::numa_scan_bytes_per_s`], the model TPP's simulated scanner runs)
+/// in base pages, times that fraction.
+pub fn hint_fault_rate(footprint_bytes: f64, threads: f64, share: f64, touched_remote: f64) -> f64 {
+    crate::tracker::numa_scan_bytes_per_s(footprint_bytes, threads, share) / HINT_FAULT_PAGE_BYTES
+        * touched_remote
 }
 
 /// Extra time a fault from compressed tier `t` spends reading its object from a pool on a
@@ -1117,12 +1117,14 @@ impl SimBackend {
     }
 
     /// NUMA hint faults per second tenant `t` takes on its pages outside the default tier
-    /// (Mercury §4.2's `Thresh_numa` signal). NUMA balancing unmaps the task's address
-    /// space at [`NUMA_SCAN_BYTES_PER_S`] times its CPU share (scans are paced by its
-    /// ticks); a scanned page faults if it is touched before its next scan, which for page
-    /// `p` at `λ_p` accesses per second over a scan cycle `c` happens with probability
-    /// `1 − exp(−λ_p c)`. Rate = base pages scanned per second × the share of its pages
-    /// that are remote and touched within a cycle. (Traces: every remote page counts.)
+    /// (Mercury §4.2's `Thresh_numa` signal). NUMA balancing scans each task on its own
+    /// (`task_numa_work`): one 256 MB window per `task_scan_min()` of its footprint, paced
+    /// by its threads' CPU time ([`crate::tracker::numa_scan_bytes_per_s`], the same model
+    /// as TPP's simulated scanner); a scanned page faults if it is touched before its next
+    /// scan, which for page `p` at `λ_p` accesses per second over a scan cycle `c` (the
+    /// footprint over the scan rate) happens with probability `1 − exp(−λ_p c)`. Rate =
+    /// base pages scanned per second × the share of its pages that are remote and touched
+    /// within a cycle. (Traces and streams: every remote page counts.)
     pub fn hint_faults_per_s(&self, t: usize) -> f64 {
         let l = &self.loads[t];
         let share = self.controls.cpu_share(TenantId(t as u16)).clamp(0.0, 1.0);
@@ -1131,7 +1133,8 @@ impl SimBackend {
             return 0.0;
         }
         let footprint = pages as f64 * self.page_bytes as f64 / self.scale;
-        let cycle_s = footprint / (NUMA_SCAN_BYTES_PER_S * share);
+        let scan = crate::tracker::numa_scan_bytes_per_s(footprint, l.cores, share);
+        let cycle_s = footprint / scan;
         let span = l.span();
         let touched: f64 = match l.workload.probabilities() {
             Some(pr) => span
@@ -1142,7 +1145,7 @@ impl SimBackend {
                 .filter(|&p| self.placement[p] != TierId::DEFAULT)
                 .count() as f64,
         };
-        hint_fault_rate(share, touched / pages as f64)
+        hint_fault_rate(footprint, l.cores, share, touched / pages as f64)
     }
 
     /// Reclamation under per-tier limits (Mercury §4.1, `memory.per_numa_high`: a limit
@@ -1439,6 +1442,11 @@ impl SimBackend {
         } else {
             None
         };
+        for t in 0..k {
+            let share = self.controls.cpu_share(TenantId(t as u16));
+            let pace = crate::tracker::scan_pace(self.loads[t].cores, share);
+            self.tracker.set_scan_pace(t, pace);
+        }
         let mut ctx = EpochContext {
             now_ns: self.now_ns,
             placement: &self.placement,
@@ -1771,6 +1779,13 @@ impl Backend for SimBackend {
             self.scale,
         );
         self.tracker.set_lines_per_op(lines);
+        // Hint-fault scanners scan each tenant on its own, as Linux scans each task.
+        let tasks: Vec<(usize, usize)> = self
+            .loads
+            .iter()
+            .map(|l| (l.start, l.workload.page_count() as usize))
+            .collect();
+        self.tracker.set_scan_tasks(&tasks);
         if self.tracker.access_bits().is_some() {
             let seed = self.rng.gen();
             self.tracker.reseed(seed);

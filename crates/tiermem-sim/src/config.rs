@@ -116,11 +116,12 @@ pub struct MachineConfig {
     /// Relative noise (standard deviation) on the occupancy/rate telemetry.
     #[serde(default)]
     pub telemetry_noise: f64,
-    /// Inter-tier interference (Mercury §2.2.2): each lower memory tier's effective
-    /// utilization, times this weight, adds to the default tier's when its loaded latency
-    /// is computed. 0 (default) = independent tiers, as the Colloid reproductions assume
-    /// (their alternate tier is a remote socket behind UPI, not a CXL expander on the same
-    /// request queues); the Mercury machine uses 1 (docs/simulator.md).
+    /// Inter-tier interference (Mercury §2.2.2, Fig. 3): the share of each lower memory
+    /// tier's queueing delay (loaded minus unloaded latency) that a default-tier request
+    /// waits as well, behind that tier's requests in the shared request queues. 0 (default)
+    /// = independent tiers, as the Colloid reproductions assume (their alternate tier is a
+    /// remote socket behind UPI, not a CXL expander on the same request queues); the
+    /// Mercury machine fits it to Fig. 2 (docs/simulator.md).
     #[serde(default)]
     pub inter_tier_coupling: f64,
     pub tiers: Vec<TierConfig>,

@@ -29,11 +29,12 @@ pub struct TierModel {
     /// Bandwidth cost of a written byte relative to a read byte (≥ 1 on DRAM channels).
     pub write_cost: f64,
     pub curve: Curve,
-    /// Inter-tier coupling (Mercury §2.2.2, Takeaway #2): the weight with which this tier's
-    /// effective utilization adds to the default tier's. Requests to a CXL expander wait in
-    /// the same CPU-side request queues as local ones (Mercury Fig. 3) and hold them longer
-    /// (a slower link), so a busy CXL tier raises local latency. 0 = independent tiers (the
-    /// default; the default tier's own value is ignored). See docs/simulator.md.
+    /// Inter-tier coupling (Mercury §2.2.2, Takeaway #2): the share of this tier's queueing
+    /// delay (its loaded minus its unloaded latency) that a default-tier request waits too.
+    /// Requests to a CXL expander and to local memory wait in the same fixed-size CPU-side
+    /// request queues (Mercury Fig. 3), so while CXL requests pile up there a local request
+    /// waits behind them. 0 = independent tiers (the default; the default tier's own value
+    /// is ignored). See docs/simulator.md.
     pub coupling: f64,
 }
 
@@ -44,19 +45,10 @@ impl TierModel {
     }
     /// Loaded read latency for the given traffic.
     pub fn latency_ns(&self, read_bytes_per_s: f64, write_bytes_per_s: f64) -> f64 {
-        self.latency_ns_coupled(read_bytes_per_s, write_bytes_per_s, 0.0)
-    }
-    /// Loaded read latency with `extra_u` utilization coupled in from other tiers.
-    pub fn latency_ns_coupled(
-        &self,
-        read_bytes_per_s: f64,
-        write_bytes_per_s: f64,
-        extra_u: f64,
-    ) -> f64 {
         self.unloaded_ns
             * self
                 .curve
-                .multiplier(self.utilization(read_bytes_per_s, write_bytes_per_s) + extra_u)
+                .multiplier(self.utilization(read_bytes_per_s, write_bytes_per_s))
     }
 }
 
@@ -305,47 +297,46 @@ impl Machine {
     }
 
     /// Every tier's latency given the bytes/s the applications and migration offer it:
-    /// the lower tiers first (each its own closed loop), then the default tier with their
-    /// coupled utilization added (Mercury §2.2.2: CXL traffic slows local requests).
+    /// the lower tiers first (each its own closed loop), then the default tier, whose
+    /// requests also wait the coupled share of the lower tiers' queueing delay (Mercury
+    /// §2.2.2, Fig. 3: CXL requests in the shared queues slow local requests).
     pub fn latencies_at(&self, r: &[f64], w: &[f64], d: &Demand<'_>) -> Vec<f64> {
         let n = self.tiers.len();
-        let line = CACHELINE_BYTES as f64;
         let mut out = vec![0.0; n];
-        let mut coupled_u = 0.0;
+        let mut coupled_ns = 0.0;
         for i in 1..n {
             out[i] = self.tier_latency_at(i, r[i], w[i], d, 0.0);
             let c = self.tiers[i].coupling;
             if c > 0.0 {
-                let ant = d.antagonist_cores[i] * d.antagonist_mlp / out[i] * 1e9 * line;
-                coupled_u += c * self.tiers[i].utilization(r[i] + ant, w[i] + ant);
+                coupled_ns += c * (out[i] - self.tiers[i].unloaded_ns).max(0.0);
             }
         }
         if n > 0 {
-            out[0] = self.tier_latency_at(0, r[0], w[0], d, coupled_u);
+            out[0] = self.tier_latency_at(0, r[0], w[0], d, coupled_ns);
         }
         out
     }
 
     /// A tier's latency given the bytes/s the applications and migration offer it
-    /// (solving its antagonists' closed loop; `d` gives the antagonists), with `extra_u`
-    /// utilization coupled in from other tiers.
+    /// (solving its antagonists' closed loop; `d` gives the antagonists), with `extra_ns`
+    /// of queueing coupled in from other tiers (which its antagonists wait as well).
     fn tier_latency_at(
         &self,
         i: usize,
         app_r: f64,
         app_w: f64,
         d: &Demand<'_>,
-        extra_u: f64,
+        extra_ns: f64,
     ) -> f64 {
         let t = &self.tiers[i];
         let line = CACHELINE_BYTES as f64;
         let ant_lines_ns = d.antagonist_cores[i] * d.antagonist_mlp; // lines in flight
         if ant_lines_ns == 0.0 {
-            return t.latency_ns_coupled(app_r, app_w, extra_u);
+            return t.latency_ns(app_r, app_w) + extra_ns;
         }
-        bisect_decreasing(t.unloaded_ns, |l| {
+        bisect_decreasing(t.unloaded_ns + extra_ns, |l| {
             let ant = ant_lines_ns / l * 1e9 * line;
-            t.latency_ns_coupled(app_r + ant, app_w + ant, extra_u) - l
+            t.latency_ns(app_r + ant, app_w + ant) + extra_ns - l
         })
     }
 

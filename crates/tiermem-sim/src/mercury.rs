@@ -208,8 +208,9 @@ pub fn profile(cfg: &SimConfig, tenant: usize, slo: Slo, min_cpu: f64) -> Result
 }
 
 /// The paper's microbenchmarks (§2.2.1): LS, random accesses over a 4 GB region on one
-/// core; BI, streaming 128 MB per core on the rest of the application cores.
-fn microbenchmarks(cfg: &SimConfig) -> (TenantConfig, TenantConfig) {
+/// core; BI, streaming 128 MB per core on the rest of the application cores (95 of the
+/// Genoa's 96: "enough CPU cores to generate memory bandwidth at maximum capacity").
+pub fn microbenchmarks(cfg: &SimConfig) -> (TenantConfig, TenantConfig) {
     let bi_cores = (cfg.machine.app_cores - 1.0).max(1.0);
     let ls = TenantConfig {
         name: "ls-micro".into(),
@@ -256,6 +257,11 @@ pub struct Calibration {
 /// best point, past it (Mercury Fig. 2: moving BI to CXL first helps LS, then hurts).
 pub fn calibrate(cfg: &SimConfig) -> Result<Calibration> {
     let (ls, bi) = microbenchmarks(cfg);
+    let bi_cores = bi.cores;
+    let bi_footprint = match &bi.workload {
+        WorkloadConfig::Stream(s) => s.working_set.bytes("bi.working_set")? as f64,
+        _ => unreachable!("BI is a stream"),
+    };
     let mut c = scratch(cfg, vec![ls, bi]);
     c.machine.app_cores = c.tenants.iter().map(|t| t.cores).sum();
     // Room for both microbenchmarks in the default tier (they are small).
@@ -302,7 +308,10 @@ pub fn calibrate(cfg: &SimConfig) -> Result<Calibration> {
     Ok(Calibration {
         thresholds: Thresholds {
             local_bw_bytes_per_s: local_bw,
-            numa_hint_faults_per_s: hint_fault_rate(1.0, numa_x),
+            // BI's hint faults at that point, under the per-task scan every tenant's
+            // telemetry uses: its footprint and threads, full CPU, a share `numa_x` of its
+            // (streamed, so all touched) pages remote.
+            numa_hint_faults_per_s: hint_fault_rate(bi_footprint, bi_cores, 1.0, numa_x),
         },
         ls_alone_ns: ls_alone,
         bi_share_at_local_threshold: share_at,

@@ -118,13 +118,79 @@ impl Pebs {
     }
 }
 
-/// TPP / NUMA-balancing hint faults.
-pub struct HintFaults {
-    scan_period_ns: u64,
-    scan_pages: u64,
-    tiers: Vec<TierId>,
+/// Linux NUMA balancing's defaults (kernel/sched/fair.c): `numa_balancing_scan_size_mb`
+/// = 256 MB a scan window, `numa_balancing_scan_period_min_ms` = 1000 ms to scan a task's
+/// whole address space, and never more than `MAX_SCAN_WINDOW` = 2560 MB a second, so one
+/// window at most every 1000 ms / (2560 / 256) = 100 ms (`task_scan_min`'s floor).
+pub const NUMA_SCAN_SIZE_BYTES: f64 = 256.0 * 1048576.0;
+pub const NUMA_SCAN_PERIOD_MIN_NS: f64 = 1e9;
+pub const NUMA_SCAN_FLOOR_NS: f64 = 1e8;
+
+/// The time between two scan windows of one task (`task_scan_min`, kernel/sched/fair.c):
+/// `max(floor, scan_period_min / windows)` with `windows = ceil(RSS / window)`; without a
+/// `period_min_ns`, the `floor_ns` for every task. A task at or above 2.5 GB (10 windows
+/// of 256 MB) scans a window each 100 ms; a 1 GB task each 250 ms; one of ≤ 256 MB each
+/// second. Pages in any unit (the task's and the window's alike).
+pub fn task_scan_interval_ns(
+    task_pages: f64,
+    window_pages: f64,
+    floor_ns: f64,
+    period_min_ns: Option<f64>,
+) -> f64 {
+    match period_min_ns {
+        Some(p) => {
+            let windows = (task_pages / window_pages.max(1e-9)).ceil().max(1.0);
+            floor_ns.max(p / windows)
+        }
+        None => floor_ns,
+    }
+}
+
+/// The share of its scan windows a task gets at CPU share `cpu_share` on `threads`
+/// threads: `task_tick_numa` queues the scan when a thread's own runtime passes the scan
+/// period, and `task_numa_work` scans at most one window per period of wall time for the
+/// whole mm (`numa_next_scan`), so a throttled task scans at `min(1, threads × share)` of
+/// its pace (cpu.max spreads the quota over the threads).
+pub fn scan_pace(threads: f64, cpu_share: f64) -> f64 {
+    (threads * cpu_share).clamp(0.0, 1.0)
+}
+
+/// Bytes a second Linux's NUMA balancing unmaps in a task of `footprint_bytes` on
+/// `threads` threads at `cpu_share`, with the kernel's defaults: one window of 256 MB per
+/// [`task_scan_interval_ns`], paced by [`scan_pace`]. The same model as the simulated
+/// [`HintFaults`] scanner (TPP's tracker) and the hint-fault telemetry Mercury reads.
+pub fn numa_scan_bytes_per_s(footprint_bytes: f64, threads: f64, cpu_share: f64) -> f64 {
+    let interval = task_scan_interval_ns(
+        footprint_bytes,
+        NUMA_SCAN_SIZE_BYTES,
+        NUMA_SCAN_FLOOR_NS,
+        Some(NUMA_SCAN_PERIOD_MIN_NS),
+    );
+    NUMA_SCAN_SIZE_BYTES / (interval / 1e9) * scan_pace(threads, cpu_share)
+}
+
+/// One task's scanner: its pages `start..start + len`, its own offset (the kernel keeps
+/// `mm->numa_scan_offset` per mm) and next window.
+#[derive(Clone, Debug)]
+struct ScanTask {
+    start: usize,
+    len: usize,
     cursor: usize,
     next_scan_ns: u64,
+    /// [`scan_pace`] of the task (1 until the backend says otherwise).
+    pace: f64,
+}
+
+/// TPP / NUMA-balancing hint faults, scanned per task as Linux does: each tenant is a
+/// task with its own cursor and window interval ([`task_scan_interval_ns`] of its
+/// footprint), paced by its CPU ([`scan_pace`]). Until the backend names the tasks, the
+/// whole page space is one task.
+pub struct HintFaults {
+    scan_period_ns: u64,
+    scan_period_min_ns: Option<u64>,
+    scan_pages: u64,
+    tiers: Vec<TierId>,
+    tasks: Vec<ScanTask>,
     /// Time each page was unmapped, or UNMARKED.
     marked_at: Vec<u64>,
     /// Faults drawn from exact probabilities: (fault time, page). An entry counts only
@@ -185,12 +251,19 @@ impl SimTracker {
                 scan_period_ns,
                 scan_pages,
                 tiers,
+                scan_period_min_ns,
             } => SimTracker::HintFaults(HintFaults {
                 scan_period_ns: (*scan_period_ns).max(1),
+                scan_period_min_ns: *scan_period_min_ns,
                 scan_pages: ((*scan_pages as f64 * scale).round() as u64).max(1),
                 tiers: tiers.clone(),
-                cursor: 0,
-                next_scan_ns: 0,
+                tasks: vec![ScanTask {
+                    start: 0,
+                    len: pages,
+                    cursor: 0,
+                    next_scan_ns: 0,
+                    pace: 1.0,
+                }],
                 marked_at: vec![UNMARKED; pages],
                 due: BinaryHeap::new(),
                 due_at: vec![NOT_DUE; pages],
@@ -395,6 +468,30 @@ impl SimTracker {
         }
     }
 
+    /// The tasks a per-task scanner scans (hint faults): tenant `t` is `tasks[t]` =
+    /// (first page, pages). Replaces the one task over the whole page space; a task whose
+    /// span is unchanged keeps its cursor and next window.
+    pub fn set_scan_tasks(&mut self, tasks: &[(usize, usize)]) {
+        match self {
+            SimTracker::HintFaults(h) => h.set_tasks(tasks),
+            SimTracker::Combined(ts) => ts.iter_mut().for_each(|x| x.set_scan_tasks(tasks)),
+            _ => {}
+        }
+    }
+
+    /// Tenant `t`'s scan pace ([`scan_pace`] of its threads and CPU share).
+    pub fn set_scan_pace(&mut self, t: usize, pace: f64) {
+        match self {
+            SimTracker::HintFaults(h) => {
+                if let Some(task) = h.tasks.get_mut(t) {
+                    task.pace = pace.clamp(0.0, 1.0);
+                }
+            }
+            SimTracker::Combined(ts) => ts.iter_mut().for_each(|x| x.set_scan_pace(t, pace)),
+            _ => {}
+        }
+    }
+
     /// Seed the draws of the accessed bits (from the run's seed).
     pub fn reseed(&mut self, seed: u64) {
         match self {
@@ -485,25 +582,66 @@ impl HintFaults {
                 self.draw_fault(page, ctx.now_ns, ctx);
             }
         }
-        // Scan: unmap the next `scan_pages` eligible pages, round robin.
-        let n = self.marked_at.len();
-        while ctx.now_ns >= self.next_scan_ns && n > 0 {
-            let at = self.next_scan_ns;
-            self.next_scan_ns += self.scan_period_ns;
-            let mut marked = 0;
-            let mut visited = 0;
-            while marked < self.scan_pages && visited < n {
-                let page = self.cursor;
-                self.cursor = (self.cursor + 1) % n;
-                visited += 1;
-                if !self.tiers.contains(&ctx.placement[page]) || self.marked_at[page] != UNMARKED {
-                    continue;
+        // Scan, each task on its own: every interval (its footprint's, stretched by its
+        // pace) unmap its next `scan_pages` eligible pages, round robin over its pages.
+        for k in 0..self.tasks.len() {
+            let (start, len) = (self.tasks[k].start, self.tasks[k].len);
+            if len == 0 {
+                continue;
+            }
+            let interval = task_scan_interval_ns(
+                len as f64,
+                self.scan_pages as f64,
+                self.scan_period_ns as f64,
+                self.scan_period_min_ns.map(|p| p as f64),
+            );
+            while ctx.now_ns >= self.tasks[k].next_scan_ns {
+                let pace = self.tasks[k].pace;
+                let at = self.tasks[k].next_scan_ns;
+                if pace <= 0.0 {
+                    // Not running: no ticks, no scan; look again next epoch.
+                    self.tasks[k].next_scan_ns = ctx.now_ns + 1;
+                    break;
                 }
-                self.marked_at[page] = at;
-                marked += 1;
-                self.draw_fault(page, at, ctx);
+                self.tasks[k].next_scan_ns = at + (interval / pace).max(1.0) as u64;
+                let mut marked = 0;
+                let mut visited = 0;
+                while marked < self.scan_pages && visited < len {
+                    let page = start + self.tasks[k].cursor;
+                    self.tasks[k].cursor = (self.tasks[k].cursor + 1) % len;
+                    visited += 1;
+                    if !self.tiers.contains(&ctx.placement[page])
+                        || self.marked_at[page] != UNMARKED
+                    {
+                        continue;
+                    }
+                    self.marked_at[page] = at;
+                    marked += 1;
+                    self.draw_fault(page, at, ctx);
+                }
             }
         }
+    }
+
+    fn set_tasks(&mut self, tasks: &[(usize, usize)]) {
+        let n = self.marked_at.len();
+        let old = std::mem::take(&mut self.tasks);
+        self.tasks = tasks
+            .iter()
+            .map(|&(start, len)| {
+                let len = len.min(n.saturating_sub(start));
+                match old.iter().find(|o| o.start == start && o.len == len) {
+                    Some(o) => o.clone(),
+                    None => ScanTask {
+                        start,
+                        len,
+                        cursor: 0,
+                        next_scan_ns: old.first().map_or(0, |o| o.next_scan_ns),
+                        pace: 1.0,
+                    },
+                }
+            })
+            .collect();
     }
 
     /// With exact probabilities, draw when marked `page` is next accessed after `from`.
@@ -911,12 +1049,62 @@ mod tests {
     }
 
     #[test]
+    fn hint_fault_scans_each_task_at_its_own_linux_pace() {
+        // Two tasks, 128-page windows, Linux's task_scan_min: task A (1 024 pages, 8
+        // windows) every max(100 ms, 1000 / 8 ms) = 125 ms, task B (4 096 pages, 32
+        // windows) every 100 ms; B at half pace (throttled) every 200 ms. Own cursors: each
+        // marks only its own pages. No accesses, so marked pages stay marked.
+        let spec = TrackerSpec::HintFault {
+            scan_period_ns: 100_000_000,
+            scan_pages: 128,
+            tiers: vec![TierId(1)],
+            scan_period_min_ns: Some(1_000_000_000),
+        };
+        let count = |pace_b: f64| {
+            let mut t = SimTracker::new(&spec, 5120, 1.0, 1.0);
+            t.set_scan_tasks(&[(0, 1024), (1024, 4096)]);
+            t.set_scan_pace(1, pace_b);
+            let placement = vec![TierId(1); 5120];
+            let mut rng = SmallRng::seed_from_u64(1);
+            for k in 0..=50 {
+                let mut ctx = EpochContext {
+                    now_ns: k * 10_000_000,
+                    placement: &placement,
+                    probabilities: None,
+                    ops_per_s: 0.0,
+                    rng: &mut rng,
+                };
+                t.on_epoch(&mut ctx);
+            }
+            let SimTracker::HintFaults(h) = &t else {
+                panic!()
+            };
+            let marked = |r: std::ops::Range<usize>| {
+                h.marked_at[r].iter().filter(|&&m| m != UNMARKED).count()
+            };
+            (marked(0..1024), marked(1024..5120))
+        };
+        // 0..=500 ms: A at 0, 125, 250, 375, 500; B at 0, 100, ..., 500.
+        assert_eq!(count(1.0), (5 * 128, 6 * 128));
+        // B throttled to half: 0, 200, 400.
+        assert_eq!(count(0.5), (5 * 128, 3 * 128));
+        // The same model in bytes: 2.5 GB and more at 2.56 GB/s, 1 GB at 1 GB/s.
+        let gib = (1u64 << 30) as f64;
+        assert!((numa_scan_bytes_per_s(40.0 * gib, 8.0, 1.0) - 2560.0 * 1048576.0).abs() < 1.0);
+        assert!((numa_scan_bytes_per_s(gib, 8.0, 1.0) - gib).abs() < 1.0);
+        assert!(
+            (numa_scan_bytes_per_s(40.0 * gib, 8.0, 0.05) - 0.4 * 2560.0 * 1048576.0).abs() < 1.0
+        );
+    }
+
+    #[test]
     fn hint_fault_time_matches_rate() {
         // One page with probability 1 at 1e6 ops/s: mean time-to-fault 1 µs.
         let spec = TrackerSpec::HintFault {
             scan_period_ns: 1_000_000,
             scan_pages: 1,
             tiers: vec![TierId(0)],
+            scan_period_min_ns: None,
         };
         let mut t = SimTracker::new(&spec, 1, 1.0, 1.0);
         let placement = [TierId(0)];
@@ -959,6 +1147,7 @@ mod tests {
             scan_period_ns: 1_000_000_000,
             scan_pages: 1,
             tiers: vec![TierId(0)],
+            scan_period_min_ns: None,
         };
         let mut t = SimTracker::new(&spec, 1, 1.0, 1.0);
         let placement = [TierId(0)];
