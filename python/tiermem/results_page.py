@@ -191,6 +191,12 @@ def claims_section(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
         lines += [f"### {paper}: {n_ok} of {len(rows)} pass", ""]
         lines += _table(["figure", "claim", "paper", "tiermem", "tolerance", "verdict"], rows)
         lines.append("")
+        gaps = [(c, measured) for c, measured, ok in verdicts
+                if c.paper == paper and c.gap and not ok and measured == measured]
+        if gaps:
+            lines += ["Why these fail (the published fact the model cannot meet):", ""]
+            lines += [f"- {c.text}: {c.gap}" for c, _ in gaps]
+            lines.append("")
     return lines
 
 

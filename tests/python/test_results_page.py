@@ -83,3 +83,17 @@ def test_results_page_shows_a_comparison_before_the_rows(tmp_path):
     assert "| criterion | paper | measured | holds |" in text
     assert "| lulesh: worst static over best | +23 % | +9.9 % | no |" in text
     assert text.index("Paper vs measured:") < text.index("| setting | workload | scheme |")
+
+
+def test_a_failing_claim_shows_why_under_its_table(monkeypatch):
+    from tiermem import claims
+
+    fails = claims.Claim("p", "e", "claim A", 2.0, lambda s: float(s["x"]), gap="fact F is not met")
+    passes = claims.Claim("p", "e", "claim B", 2.0, lambda s: 2.0, gap="never shown")
+    monkeypatch.setattr(claims, "all_claims", lambda: [fails, passes])
+    text = "\n".join(results_page.claims_section({"e": {"x": 1.0}}))
+    assert "- claim A: fact F is not met" in text
+    assert "never shown" not in text
+    # Fixed: no line.
+    text = "\n".join(results_page.claims_section({"e": {"x": 2.0}}))
+    assert "fact F" not in text

@@ -56,6 +56,9 @@ class Claim:
     unit: str = "×"
     tolerance: float = RATIO_TOL
     kind: str = "ratio"
+    #: Where the claim is known to fail: which published fact the model cannot meet, and
+    #: why (one line, shown under the paper's table while the claim fails).
+    gap: str = ""
 
     def passes(self, measured: float) -> bool:
         if measured != measured:  # NaN: the reproduction lacks the rows
