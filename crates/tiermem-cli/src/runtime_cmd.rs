@@ -44,8 +44,11 @@ pub struct RunArgs {
     pub verbose: bool,
     #[command(flatten)]
     pub metrics: crate::metrics_http::MetricsArgs,
-    /// Program and its arguments.
-    #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
+    /// Program and its arguments (`-- PROGRAM ...` for a program whose name starts with `-`).
+    // No `allow_hyphen_values`: with it an unknown option (`--dram-budjet 50%`) was taken as
+    // the program to run (exit 127). `trailing_var_arg` alone still passes everything after
+    // the program's name to it, `-la` and `-c` included.
+    #[arg(trailing_var_arg = true, required = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
 }
 
@@ -342,10 +345,11 @@ pub fn render(s: &Stats) -> String {
     }
     if let Some(slo) = &s.slo {
         o.push_str(&format!(
-            "slo stall {:.2}% (target {:.2}%)  cold {}  saved {}  probes {}  back-offs {}\n",
+            "slo stall {:.2}% (target {:.2}%)  cold {} ({} idle 5 s)  saved {}  probes {}  back-offs {}\n",
             slo.stall_share * 100.0,
             slo.target_stall * 100.0,
             format_bytes(slo.cold_bytes),
+            format_bytes(slo.idle_offloaded_bytes),
             format_bytes(slo.saved_bytes),
             slo.probes,
             slo.backoffs
@@ -442,6 +446,16 @@ pub fn render(s: &Stats) -> String {
         s.room_waits,
         s.room_wait_s
     ));
+    let k = &s.left_to_kernel;
+    if k.reserved_bytes + k.placed_bytes > 0 {
+        // What a JVM's or V8's heap is made of: the preload manages only mmaps it places.
+        o.push_str(&format!(
+            "left to the kernel (mmaps since start): reservations {}, at program-chosen addresses {} (JVM/V8 heaps commit there), small/other {}\n",
+            format_bytes(k.reserved_bytes),
+            format_bytes(k.placed_bytes),
+            format_bytes(k.other_bytes)
+        ));
+    }
     if s.incompressible_resident_bytes > 0 {
         o.push_str(&format!(
             "incompressible: {} in DRAM that no compressed tier takes (kept over the budget; faults do not wait for it)\n",

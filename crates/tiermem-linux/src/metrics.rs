@@ -353,11 +353,16 @@ impl Stats {
             p,
             self.slo.is_some() as u8 as f64,
         );
+        let k = &self.left_to_kernel;
+        e.counter("left_to_kernel_reserved_bytes_total", "Anonymous PROT_NONE reservations the preload left to the kernel (JVM and V8 heaps reserve so)", p, k.reserved_bytes as f64);
+        e.counter("left_to_kernel_placed_bytes_total", "Anonymous maps at program-chosen addresses left to the kernel (commits inside reservations: JVM and V8 heap pages)", p, k.placed_bytes as f64);
+        e.counter("left_to_kernel_other_bytes_total", "Anonymous maps left to the kernel for size or flags (below min_region, stacks, locked, huge pages)", p, k.other_bytes as f64);
         if let Some(slo) = &self.slo {
             e.gauge("slo_target_stall_ratio", "The SLO controller's stall target (share of wall time)", p, slo.target_stall);
             e.gauge("slo_stall_ratio", "Tier-fault stall share over the SLO controller's last interval", p, slo.stall_share);
             e.gauge("slo_cold_bytes", "Managed bytes the SLO controller found cold (held in the tiers, uncompressed)", p, slo.cold_bytes as f64);
             e.gauge("slo_saved_bytes", "Memory saved: cold bytes less the pools holding them", p, slo.saved_bytes as f64);
+            e.counter("slo_idle_offloaded_bytes_total", "Bytes offloaded because the sampler saw them untouched for 5 s (the rest by probes)", p, slo.idle_offloaded_bytes as f64);
             e.counter("slo_probes_total", "Times the SLO controller tightened the budget", p, slo.probes as f64);
             e.counter("slo_backoffs_total", "Times the SLO controller loosened the budget after a stall over its target", p, slo.backoffs as f64);
         }

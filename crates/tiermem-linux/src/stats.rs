@@ -191,6 +191,9 @@ pub struct Stats {
     /// the runtime started, locked or shared memory, tiermem's own tables.
     #[serde(default)]
     pub unmanaged_anon_bytes: u64,
+    /// Anonymous private mmaps the preload left to the kernel since start, by why.
+    #[serde(default)]
+    pub left_to_kernel: LeftToKernelStats,
     /// The placement policy ("budget" = the DRAM budget guard alone) and how its tracker is
     /// provided here ("PEBS sampling (emulated: ...)").
     #[serde(default)]
@@ -237,6 +240,18 @@ pub struct Stats {
     pub plan: tiermem_core::plan::Applied,
 }
 
+/// Anonymous private mmaps left to the kernel, bytes since start (docs/runtime.md "Limits").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LeftToKernelStats {
+    /// `PROT_NONE` reservations (JVM and V8 heaps reserve their address space so).
+    pub reserved_bytes: u64,
+    /// Maps at an address the program chose (`MAP_FIXED`, a hint): commits inside such
+    /// reservations, where a JVM's or V8's heap pages live.
+    pub placed_bytes: u64,
+    /// Below `min_region`, or other flags (stacks, locked, huge pages).
+    pub other_bytes: u64,
+}
+
 /// What the SLO controller chose and saw (`tiermem_policies::slo`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SloStats {
@@ -251,6 +266,10 @@ pub struct SloStats {
     /// that saves (those bytes less the pools that hold them).
     pub cold_bytes: u64,
     pub saved_bytes: u64,
+    /// Of what it offloaded: sampled pages that stayed untouched for the sampler's 5 s
+    /// (`Runtime::offload_idle`), the rest by probes.
+    #[serde(default)]
+    pub idle_offloaded_bytes: u64,
 }
 
 impl Stats {

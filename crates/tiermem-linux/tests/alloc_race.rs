@@ -12,22 +12,6 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// tests/c/NAME.c compiled with the system C compiler into the profile directory.
-fn c_bin(name: &str) -> PathBuf {
-    require("cc", "gcc");
-    let src = workspace_root().join(format!("crates/tiermem-linux/tests/c/{name}.c"));
-    let out = profile_dir().join(name);
-    let st = Command::new("cc")
-        .args(["-O2", "-Wall", "-pthread", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .arg("-lm")
-        .status()
-        .expect("running cc");
-    assert!(st.success(), "cc {} failed", src.display());
-    out
-}
-
 /// tests/c/alloc_race.c compiled once.
 fn alloc_race_bin() -> &'static PathBuf {
     static B: OnceLock<PathBuf> = OnceLock::new();

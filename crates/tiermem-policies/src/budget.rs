@@ -33,6 +33,12 @@
 //!   absence, brought around a fault);
 //! * victims are the inactive pages, oldest first, then the active ones, oldest first. A
 //!   demoted page is no longer active; its return decides again.
+//!
+//! **Heat by blocks** (`with_heat_block`, the runtime's sampler: one page per 64 KiB block
+//! a pass): a page seen again stands for its aligned block, so the block's pages become
+//! active with it. A program's hot data comes in runs (objects, arrays, allocator arenas);
+//! a sampler that visits every page of a large heap once takes longer than most programs
+//! run, and a demotion that meets an unsampled hot page costs a tier fault for each one.
 
 use tiermem_core::{HeatEvent, Needs, Plan, Policy, Snapshot, TierId, TrackerSpec};
 
@@ -55,6 +61,8 @@ pub struct BudgetGuard {
     picked: Vec<u32>,
     /// Scratch: pages the guarded policy's plan moves this quantum.
     planned: Vec<bool>,
+    /// A page seen again makes its aligned block of this many pages active (1: the page).
+    heat_block: usize,
 }
 
 impl BudgetGuard {
@@ -72,7 +80,14 @@ impl BudgetGuard {
             demotions: 0,
             picked: Vec::new(),
             planned: Vec::new(),
+            heat_block: 1,
         }
+    }
+
+    /// A page seen again makes its aligned block of `pages` pages active (module doc).
+    pub fn with_heat_block(mut self, pages: usize) -> Self {
+        self.heat_block = pages.max(1);
+        self
     }
 
     /// `inner` under the guard: its tracker, quantum and rate limit.
@@ -151,7 +166,12 @@ impl Policy for BudgetGuard {
             let at = std::mem::take(&mut self.demoted_at[p]);
             let refault_distance = self.demotions.wrapping_sub(at) as u64;
             if seen_again || (at != 0 && refault_distance <= budget) {
-                self.active[p] = true;
+                let b = self.heat_block;
+                let start = p / b * b;
+                for q in start..(start + b).min(n) {
+                    self.active[q] = true;
+                    self.last_seen[q] = self.last_seen[q].max(now);
+                }
             }
         }
         for &p in &self.picked {
@@ -385,6 +405,40 @@ mod tests {
             faults <= 8,
             "{faults} hot-page faults over the last 200 quanta"
         );
+    }
+
+    /// With heat by blocks, a hint fault on one page keeps its whole block in DRAM: the
+    /// victims are taken from the blocks nothing was seen in.
+    #[test]
+    fn a_hint_fault_keeps_its_block() {
+        let mut pol = BudgetGuard::alone(1, 1, 1).with_heat_block(16);
+        // 64 resident pages, a budget of 48 (less its headroom of 16): 32 must go. Page 5
+        // (block 0) and page 40 (block 2) were seen again.
+        let placement = vec![TierId(0); 64];
+        let events = [
+            HeatEvent::HintFault {
+                page: 5,
+                time_to_fault_ns: 1e6,
+            },
+            HeatEvent::HintFault {
+                page: 40,
+                time_to_fault_ns: 1e6,
+            },
+        ];
+        let plan = decide_at(1, &mut pol, &placement, 64, 48, &events);
+        let demoted: Vec<u32> = plan.moves.iter().flat_map(|m| m.range.pages()).collect();
+        assert!(demoted.len() >= 32, "{demoted:?}");
+        for p in &demoted {
+            assert!(
+                !(0..16).contains(p) && !(32..48).contains(p),
+                "demoted {p} of a seen block: {demoted:?}"
+            );
+        }
+        // Without blocks the same events keep only the two pages.
+        let mut pol = BudgetGuard::alone(1, 1, 1);
+        let plan = decide_at(1, &mut pol, &placement, 64, 48, &events);
+        let demoted: Vec<u32> = plan.moves.iter().flat_map(|m| m.range.pages()).collect();
+        assert!(demoted.iter().any(|p| (0..16).contains(p)), "{demoted:?}");
     }
 
     #[test]

@@ -4,6 +4,14 @@
 
 use super::page::{Page, PageState, Pin, NO_TIER};
 use super::{lock, report, Runtime, State, ADOPT_AGE_NS, MREMAP_DONTUNMAP};
+
+/// Unregistered memory is adopted whole once this old, written or not (sparse memory that
+/// turns cold is managed too).
+const ADOPT_ALL_NS: u64 = 8 * ADOPT_AGE_NS;
+/// Before that, it is adopted in chunks of this many pages (2 MiB) that hold data in every page.
+const ADOPT_CHUNK_PAGES: usize = 512;
+/// How often chunks left unadopted are looked at again.
+const ADOPT_RECHECK_NS: u64 = 250_000_000;
 use crate::sys::{self, PAGE};
 
 impl State {
@@ -200,15 +208,57 @@ impl Runtime {
             let hwm = st.hwm as usize;
             return self.adopt_locked(&mut st, 0, hwm);
         }
+        if now_ns < st.adopt_next_ns {
+            return 0;
+        }
+        // Due runs: adopted whole once ADOPT_ALL_NS old; younger ones only where the
+        // program has written them already (2 MiB chunks all present), so the rest of a
+        // buffer it is still filling keeps the kernel's first touches (hot10's fill of
+        // 1 GiB: 2.3 s when adopted whole at 1 s, 0.6 s plain).
         let runs = std::mem::take(&mut st.unregistered);
-        let mut adopted = 0;
+        let mut due = Vec::new();
         for &(start, n, born) in &runs {
-            if born.saturating_add(ADOPT_AGE_NS) <= now_ns {
-                let (s, e) = (start as usize, ((start + n) as usize).min(st.hwm as usize));
-                adopted += self.adopt_locked(&mut st, s, e);
-            } else {
+            let (s, e) = (start as usize, ((start + n) as usize).min(st.hwm as usize));
+            if born.saturating_add(ADOPT_AGE_NS) > now_ns {
                 st.unregistered.push((start, n, born));
+            } else if born.saturating_add(ADOPT_ALL_NS) <= now_ns {
+                due.push((s, e, born, None));
+            } else if s < e {
+                due.push((s, e, born, Some(self.addr(s))));
             }
+        }
+        if due.iter().all(|d| d.3.is_none()) {
+            return due.iter().map(|&(s, e, ..)| self.adopt_locked(&mut st, s, e)).sum();
+        }
+        // Which pages hold data: a hint only, read without the lock (a fault may add pages
+        // meanwhile); `adopt_locked` reads the pagemap again after registering.
+        drop(st);
+        let hints: Vec<Option<Vec<bool>>> = due
+            .iter()
+            .map(|&(s, e, _, a)| a.map(|a| sys::pagemap_has_data(a, e - s)))
+            .collect();
+        let mut st = lock(self);
+        let mut adopted = 0;
+        let mut left = false;
+        for (&(s, e, born, _), hint) in due.iter().zip(&hints) {
+            let Some(hint) = hint else {
+                adopted += self.adopt_locked(&mut st, s, e);
+                continue;
+            };
+            let mut c0 = s;
+            while c0 < e {
+                let c1 = ((c0 / ADOPT_CHUNK_PAGES + 1) * ADOPT_CHUNK_PAGES).min(e);
+                if hint[c0 - s..c1 - s].iter().all(|&h| h) {
+                    adopted += self.adopt_locked(&mut st, c0, c1);
+                } else {
+                    st.unregistered.push((c0 as u32, (c1 - c0) as u32, born));
+                    left = true;
+                }
+                c0 = c1;
+            }
+        }
+        if left {
+            st.adopt_next_ns = now_ns + ADOPT_RECHECK_NS;
         }
         adopted
     }

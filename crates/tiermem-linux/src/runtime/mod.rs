@@ -45,6 +45,7 @@ pub use fork::SHARED_RECHECK_NS;
 pub use mover::{MoveResult, RangeBufs, RangeOutcome};
 pub use node::NodeBufs;
 pub use page::{Page, PageState, Pin, PoolHandle, NO_TIER};
+pub use sampler::SAMPLE_BLOCK_PAGES;
 pub use thrash::{Thrash, THRASH_SHARE, THRASH_WINDOW_NS};
 
 use crate::codec::Codec;
@@ -65,8 +66,12 @@ pub const EVICT_BATCH: usize = 32;
 pub const EVICT_SLOTS: usize = 512;
 /// Huge page size: the arena starts on a multiple of it.
 const HUGE_BYTES: usize = 2 << 20;
-/// Hint staging slots (the eviction slots follow them in the same staging mapping).
-const HINT_SLOTS: usize = 4096;
+/// Hint staging slots (the eviction slots follow them in the same staging mapping). A cold
+/// page holds its slot until it is put back (`STAGE_MAX_NS`, 5 s), so the slots bound the
+/// sampling rate to HINT_SLOTS / 5 s: 4 096 slots held hot10's sampler (1 GiB, 90 % cold) to
+/// 820 pages/s of its 2 560; 16 384 (64 MiB of address space, 256 KiB of bookkeeping) let
+/// it run at its rate.
+const HINT_SLOTS: usize = 16384;
 /// Under the SLO controller, a region is registered with the userfaultfd once it has lived
 /// this long (`Runtime::adopt_due`): memory freed sooner (allocation churn, temporaries)
 /// never pays a user-space fault, and memory that can turn cold lives longer.
@@ -118,6 +123,8 @@ pub struct State {
     /// adoption under the SLO controller (start, pages, birth ns), and the pages adopted.
     pub unregistered_pages: u64,
     pub unregistered: Vec<(u32, u32, u64)>,
+    /// `adopt_due` looks at partly written runs again from this time (ns).
+    pub adopt_next_ns: u64,
     pub adopted_pages: u64,
     pub max_mapped: u64,
     pub max_resident: u64,
@@ -137,6 +144,8 @@ pub struct State {
     pub frozen: bool,
     scan_cursor: u32,
     pub regions: u64,
+    /// Sampled pages offloaded because they stayed untouched (`Runtime::offload_idle`).
+    pub idle_offloaded: u64,
     pub hint_sampled: u64,
     pub hint_faults: u64,
     pub first_touch: u64,
@@ -222,6 +231,28 @@ pub struct Runtime {
     /// The manager's last quantum over budget freed DRAM: worth waiting for. False when
     /// nothing could be evicted (pinned, incompressible): faults then go on over budget.
     pub can_make_room: AtomicBool,
+    /// Bytes of anonymous private mmaps left to the kernel, by why (`LeftToKernel`).
+    pub left_to_kernel: [AtomicU64; 3],
+}
+
+/// Why the preload left an anonymous private mmap to the kernel (counted in
+/// `Runtime::left_to_kernel`, shown by `tiermem stat`): what a managed runtime's heap is
+/// made of (docs/runtime.md "Limits").
+#[derive(Clone, Copy, Debug)]
+pub enum LeftToKernel {
+    /// `PROT_NONE`: an address-space reservation (JVM and V8 heaps, thread stacks' guards).
+    Reserved = 0,
+    /// At an address the program chose (`MAP_FIXED` or a hint): the commits inside such
+    /// reservations, which is where a JVM's or V8's heap pages live.
+    Placed = 1,
+    /// Smaller than `min_region`, or other flags (stacks, locked, huge pages).
+    Other = 2,
+}
+
+impl Runtime {
+    pub fn note_left_to_kernel(&self, why: LeftToKernel, len: usize) {
+        self.left_to_kernel[why as usize].fetch_add(len as u64, Ordering::Relaxed);
+    }
 }
 
 static RUNTIME: OnceLock<&'static Runtime> = OnceLock::new();
@@ -379,6 +410,7 @@ impl Runtime {
             mapped: 0,
             unregistered_pages: 0,
             unregistered: Vec::new(),
+            adopt_next_ns: 0,
             adopted_pages: 0,
             max_mapped: 0,
             max_resident: 0,
@@ -393,6 +425,7 @@ impl Runtime {
             frozen: false,
             scan_cursor: 0,
             regions: 0,
+            idle_offloaded: 0,
             hint_sampled: 0,
             hint_faults: 0,
             first_touch: 0,
@@ -451,6 +484,7 @@ impl Runtime {
             kick: AtomicU32::new(0),
             room: AtomicU32::new(0),
             can_make_room: AtomicBool::new(true),
+            left_to_kernel: Default::default(),
         }));
         if RUNTIME.set(rt).is_err() {
             return Ok(RUNTIME.get().unwrap());
@@ -606,6 +640,14 @@ impl Runtime {
             suggested_budget: st.thrash.suggestion.clone(),
             process_anon_bytes: anon,
             unmanaged_anon_bytes: anon.saturating_sub(st.resident * PAGE as u64 + pools),
+            left_to_kernel: {
+                let b = |w: LeftToKernel| self.left_to_kernel[w as usize].load(Ordering::Relaxed);
+                crate::stats::LeftToKernelStats {
+                    reserved_bytes: b(LeftToKernel::Reserved),
+                    placed_bytes: b(LeftToKernel::Placed),
+                    other_bytes: b(LeftToKernel::Other),
+                }
+            },
             quanta: st.quanta,
             policy: st.policy.clone(),
             plan: st.plan,
@@ -622,6 +664,7 @@ impl Runtime {
                 crate::stats::SloStats {
                     cold_bytes,
                     saved_bytes: cold_bytes.saturating_sub(pools),
+                    idle_offloaded_bytes: st.idle_offloaded * PAGE as u64,
                     ..slo
                 }
             }),

@@ -2,7 +2,7 @@
 //! faults and reports how long the page went untouched. Also the staging slots' bookkeeping.
 
 use super::page::{Page, PageState, F_PINNED, F_SHARED};
-use super::{lock, Runtime, State, EVICT_SLOTS, HINT_SLOTS};
+use super::{lock, MoveResult, Runtime, State, EVICT_BATCH, EVICT_SLOTS, HINT_SLOTS};
 use crate::sys::{self, PAGE};
 use crate::uffd::Op;
 
@@ -14,6 +14,20 @@ const STAGE_MAX_NS: u64 = 5_000_000_000;
 /// after a fork nearly all are: an unbounded pass would walk the whole heap under the state
 /// lock while the program's faults wait for it.
 const VISITS_PER_SAMPLE: usize = 8;
+
+/// The sampler visits one page per block of this many pages (64 KiB) per pass, a different
+/// page of each block on every pass, and the guard takes a hint fault for its block
+/// (`BudgetGuard::with_heat_block`): programs touch memory in runs (objects, arrays, arenas),
+/// so one sample per block finds a hot block 16x sooner than a page-by-page round robin. At
+/// the default 2 560 samples/s a page-by-page pass over 1 GiB took 100 s, longer than most
+/// programs run, and the SLO controller's probes met hot pages it had never sampled
+/// (hot10: 22 % of its cold memory saved); by blocks the pass takes 6.4 s.
+pub const SAMPLE_BLOCK_PAGES: usize = 16;
+
+/// Idle samples offloaded per sampler pass at most (with their blocks, 64 MiB: ~0.1 s of
+/// the manager's time), so a pass never holds the manager long; the rest stay stale for
+/// the next one.
+const IDLE_OFFLOAD_MAX: usize = 1024;
 
 impl Runtime {
     /// Give a staging slot back. Hint slots return to the free list (`dirty`: its page is
@@ -32,16 +46,27 @@ impl Runtime {
         a >= self.hint_base && a < self.hint_base + (HINT_SLOTS + EVICT_SLOTS) * PAGE
     }
 
-    /// Hint-fault sampling: move up to `n` resident pages (round robin) to hint slots; their
-    /// next access faults and reports the time since. Also puts back pages staged too long.
+    /// Hint-fault sampling: move up to `n` resident pages (one per block, round robin) to
+    /// hint slots; their next access faults and reports the time since. Also puts back
+    /// pages staged too long.
     pub fn sample(&self, n: usize) {
         let now = sys::now_ns();
         let mut st = lock(self);
         if st.frozen || st.hwm == 0 {
             return;
         }
-        self.flush_hint_dirty(&mut st); // a slot is reused only once its old page is dropped
-                                        // Put back stale samples.
+        // A slot is reused only once its old page is dropped.
+        self.flush_hint_dirty(&mut st);
+        // Stale samples: untouched for STAGE_MAX_NS. Under the SLO controller, while the
+        // stall is well under its target, they are offloaded where they are (already out of
+        // the program's address space: no second move); otherwise put back.
+        let offload_idle = !st.tiers.is_empty()
+            && st.tiers[0].node.is_none()
+            && st
+                .slo
+                .as_ref()
+                .is_some_and(|s| s.stall_share < s.target_stall / 2.0);
+        let mut idle = Vec::new();
         for slot in 0..HINT_SLOTS {
             let (pi, t) = st.hint_owner[slot];
             if t != 0 && now - t > STAGE_MAX_NS {
@@ -49,9 +74,24 @@ impl Runtime {
                 if pi < st.hwm as usize
                     && matches!(st.pages[pi].state, PageState::Staged { slot: s, .. } if s == slot as u32)
                 {
+                    if offload_idle
+                        && idle.len() < IDLE_OFFLOAD_MAX
+                        && matches!(st.pages[pi].state, PageState::Staged { home: 0, .. })
+                    {
+                        idle.push((pi, slot as u32));
+                        continue; // keeps its owner time: still stale at the next pass
+                    }
                     self.promote(&mut st, pi, None);
                 }
                 st.hint_owner[slot].1 = 0;
+            }
+        }
+        if !idle.is_empty() {
+            drop(st);
+            self.offload_idle(&idle);
+            st = lock(self);
+            if st.frozen {
+                return;
             }
         }
         if !st.sample_always && st.footprint_pages() * PAGE as u64 <= st.budget_bytes() {
@@ -110,9 +150,57 @@ impl Runtime {
                 }
             }
             seen += 1;
-            i = (i + 1) % hwm;
+            // Next block; at the end of the heap, the next offset inside each block (so
+            // `i % SAMPLE_BLOCK_PAGES` is the pass's offset and the cursor needs no more state).
+            i += SAMPLE_BLOCK_PAGES;
+            if i >= hwm {
+                i = (i % SAMPLE_BLOCK_PAGES + 1) % SAMPLE_BLOCK_PAGES.min(hwm);
+            }
         }
         st.scan_cursor = i as u32;
+    }
+}
+
+impl Runtime {
+    /// Compress sampled pages that stayed untouched for `STAGE_MAX_NS` into the first tier,
+    /// with the resident pages of their block (SDFM's cold-age rule: what has not been
+    /// touched for a while is offloaded, without a probe's guess; the sample stands for its
+    /// block as a hint fault does for the guard). A page touched since its check is moved
+    /// home by its fault as any staged page; one its tier refuses (incompressible) goes home
+    /// with the commit. A hot page in a block found idle costs one tier fault, and the stall
+    /// it adds closes the gate (`sample`) until the controller's interval is quiet again.
+    fn offload_idle(&self, idle: &[(usize, u32)]) {
+        let mut out = Vec::new();
+        let mut batch: Vec<usize> = Vec::with_capacity(EVICT_BATCH);
+        let mut applied = 0u64;
+        for &(pi, slot) in idle {
+            {
+                let st = lock(self);
+                if st.frozen
+                    || !matches!(st.pages[pi].state, PageState::Staged { slot: s, home: 0 } if s == slot)
+                {
+                    continue;
+                }
+                let start = pi / SAMPLE_BLOCK_PAGES * SAMPLE_BLOCK_PAGES;
+                let end = (start + SAMPLE_BLOCK_PAGES).min(st.hwm as usize);
+                batch.clear();
+                batch.extend((start..end).filter(|&q| {
+                    let p = st.pages[q];
+                    q != pi
+                        && p.state == PageState::Resident
+                        && p.flags & (F_PINNED | F_SHARED) == 0
+                }));
+            }
+            // The slot argument is unused for a staged page (its data is in its hint slot);
+            // the block's resident pages take the batch's eviction slots.
+            applied += (self.evict(pi, 1, 0, &mut out) == MoveResult::Applied) as u64;
+            for (k, &q) in batch.iter().enumerate() {
+                applied += (self.evict(q, 1, k, &mut out) == MoveResult::Applied) as u64;
+            }
+            let mut st = lock(self);
+            self.end_batch(&mut st);
+        }
+        lock(self).idle_offloaded += applied;
     }
 }
 

@@ -299,3 +299,20 @@ pub fn private_run_dir() -> PathBuf {
     std::fs::DirBuilder::new().mode(0o700).create(&d).unwrap();
     d
 }
+
+/// crates/tiermem-linux/tests/c/NAME.c compiled (with -pthread -lm) into the profile
+/// directory; returns the binary's path.
+pub fn c_bin(name: &str) -> PathBuf {
+    require("cc", "gcc");
+    let src = workspace_root().join(format!("crates/tiermem-linux/tests/c/{name}.c"));
+    let out = profile_dir().join(name);
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .arg("-lm")
+        .status()
+        .expect("running cc");
+    assert!(st.success(), "cc {} failed", src.display());
+    out
+}
