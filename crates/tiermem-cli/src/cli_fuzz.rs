@@ -170,3 +170,34 @@ fn random_argument_vectors_parse_or_fail_cleanly() {
         "a pre-flight check wrote output"
     );
 }
+
+/// Issue 48, item 7: `run` no longer takes an unknown option as its program, yet everything
+/// after the program's name still goes to the program, options of its own included.
+#[test]
+fn run_passes_dashed_arguments_after_the_program_to_it() {
+    let program = |argv: &[&str]| match Cli::try_parse_from(argv) {
+        Ok(Cli {
+            command: Command::Run(a),
+        }) => (a.program, a.verbose, a.dram_budget),
+        Ok(_) => panic!("{argv:?}: not run"),
+        Err(e) => panic!("{argv:?}: {e}"),
+    };
+    let (p, _, _) = program(&["tiermem", "run", "--", "ls", "-la"]);
+    assert_eq!(p, ["ls", "-la"]);
+    let (p, _, _) = program(&["tiermem", "run", "python3", "-c", "print(1)"]);
+    assert_eq!(p, ["python3", "-c", "print(1)"]);
+    // tiermem's own options before the program are tiermem's; the same after it, the program's.
+    let (p, v, b) = program(&[
+        "tiermem", "run", "-v", "--dram-budget", "50%", "prog", "--dram-budget", "1G", "-v",
+    ]);
+    assert_eq!(p, ["prog", "--dram-budget", "1G", "-v"]);
+    assert!(v);
+    assert_eq!(b.as_deref(), Some("50%"));
+    // A program whose name starts with `-` needs `--`; without it, that is an unknown option.
+    let (p, _, _) = program(&["tiermem", "run", "--", "--prog", "-x"]);
+    assert_eq!(p, ["--prog", "-x"]);
+    let e = Cli::try_parse_from(["tiermem", "run", "--dram-budjet", "50%", "--", "prog"])
+        .err()
+        .expect("an unknown option parsed");
+    assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument);
+}

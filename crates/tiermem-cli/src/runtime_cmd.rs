@@ -48,7 +48,7 @@ pub struct RunArgs {
     // No `allow_hyphen_values`: with it an unknown option (`--dram-budjet 50%`) was taken as
     // the program to run (exit 127). `trailing_var_arg` alone still passes everything after
     // the program's name to it, `-la` and `-c` included.
-    #[arg(trailing_var_arg = true, required = true, value_name = "PROGRAM")]
+    #[arg(trailing_var_arg = true, required = true)]
     pub program: Vec<String>,
 }
 

@@ -174,6 +174,58 @@ fn run_dram_budget_zero_or_huge_is_rejected() {
     }
 }
 
+/// Issue 48, item 7: an unknown option is clap's error (exit 2) naming the option and the
+/// nearest valid one, and nothing is started: `tiermem run --dram-budjet 50% -- PROG` used to
+/// run a program named `--dram-budjet` (exit 127). The program given to `run` writes a file,
+/// so a run that started it would show.
+fn unknown_option(args: &[&str], bad: &str, nearest: &str) {
+    let o = tiermem().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: exit {:?}: {err}", o.status);
+    assert!(
+        err.contains(&format!("unexpected argument '{bad}'")),
+        "{args:?}: `{bad}` not named: {err}"
+    );
+    assert!(
+        err.contains(&format!("a similar argument exists: '{nearest}'")),
+        "{args:?}: `{nearest}` not suggested: {err}"
+    );
+    assert!(!err.contains("command not found"), "{args:?}: {err}");
+}
+
+#[test]
+fn run_attach_qos_unknown_options_name_the_nearest_valid_one() {
+    let d = tmp("unknownopt");
+    let marker = d.join("ran");
+    let prog = format!("touch {}", marker.display());
+    unknown_option(
+        &["run", "--dram-budjet", "50%", "--", "sh", "-c", &prog],
+        "--dram-budjet",
+        "--dram-budget",
+    );
+    unknown_option(
+        &["run", "--dram-budget", "50%", "--polcy", "tpp", "sh", "-c", &prog],
+        "--polcy",
+        "--policy",
+    );
+    unknown_option(
+        &["run", "--fault-arund", "64KiB", "--", "sh", "-c", &prog],
+        "--fault-arund",
+        "--fault-around",
+    );
+    assert!(!marker.exists(), "the program ran despite an unknown option");
+    unknown_option(
+        &["attach", "1", "--dram-budjet", "50%"],
+        "--dram-budjet",
+        "--dram-budget",
+    );
+    unknown_option(&["attach", "--durat", "1", "1"], "--durat", "--duration");
+    let cfg = repo().join("examples/qos/redis-stream.toml");
+    let cfg = cfg.to_str().unwrap();
+    unknown_option(&["qos", "--config", cfg, "--mod", "even"], "--mod", "--mode");
+    unknown_option(&["qos", "--config", cfg, "--chek"], "--chek", "--check");
+}
+
 #[test]
 fn trace_info_on_binary_directory_and_empty_files() {
     let d = tmp("traceinfo");
