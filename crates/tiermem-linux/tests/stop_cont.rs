@@ -66,4 +66,5 @@ fn stress_stopped_and_continued_every_40ms_loses_nothing_and_ends() {
         tier_faults(&s) > 10_000,
         "too few tier faults to mean anything: {s}"
     );
+    eprintln!("{stops} stops, {} tier faults: {text}", tier_faults(&s));
 }
