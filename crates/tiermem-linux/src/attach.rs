@@ -127,6 +127,8 @@ pub struct AttachBackend {
     written: Vec<u64>,
     probe: Option<Arc<Probe>>,
     stop: &'static AtomicBool,
+    /// The quantum the last `advance` was asked to run (the engine's: the policy's, not
+    /// the config's `quantum_ms`), which `observe` reports (the `Backend` contract).
     quantum_ns: u64,
     /// The process is gone (move_pages answered ESRCH, or /proc/PID vanished).
     pub exited: bool,
@@ -656,6 +658,7 @@ impl Backend for AttachBackend {
         }
     }
     fn advance(&mut self, dt_ns: u64) -> Result<()> {
+        self.quantum_ns = dt_ns;
         let until = crate::sys::now_ns() + dt_ns;
         loop {
             let now = crate::sys::now_ns();

@@ -86,6 +86,9 @@ pub struct RuntimeBackend {
     next_scan_ns: u64,
     next_shared_check_ns: u64,
     now: u64,
+    /// The quantum the last `advance` was asked to run (the engine's: the policy's, not
+    /// `RuntimeConfig::quantum_ns`), which `observe` reports (the `Backend` contract).
+    quantum_ns: u64,
     /// Compression output buffer of `apply` (used without the state lock).
     cbuf: Vec<u8>,
     range_bufs: RangeBufs,
@@ -134,6 +137,7 @@ impl RuntimeBackend {
             next_scan_ns: 0,
             next_shared_check_ns: 0,
             now: sys::now_ns(),
+            quantum_ns: rt.cfg.quantum_ns(),
             cbuf: Vec::with_capacity(8192),
             range_bufs: RangeBufs::default(),
             rest: Vec::with_capacity(EVICT_BATCH),
@@ -192,6 +196,7 @@ impl Backend for RuntimeBackend {
     fn advance(&mut self, dt_ns: u64) -> Result<()> {
         // Sleep out the quantum unless the fault thread kicks: DRAM went over budget +
         // slack and faults wait for room (`Runtime::make_room`).
+        self.quantum_ns = dt_ns;
         let until = sys::now_ns() + dt_ns;
         loop {
             let seen = self.rt.kick.load(std::sync::atomic::Ordering::Acquire);
@@ -248,7 +253,7 @@ impl Backend for RuntimeBackend {
         }
         Snapshot {
             now_ns: self.now - self.rt.start_ns,
-            quantum_ns: self.rt.cfg.quantum_ns(),
+            quantum_ns: self.quantum_ns,
             page_bytes: PAGE as u64,
             tier_specs: &self.specs,
             tiers: &self.telemetry,
