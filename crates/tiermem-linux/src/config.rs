@@ -140,7 +140,8 @@ pub struct RuntimeConfig {
     /// Anonymous mmaps and malloc-family allocations at least this large are managed.
     #[serde(default = "default_min_region")]
     pub min_region: Size,
-    /// Policy quantum, ms.
+    /// Quantum of the DRAM budget guard alone (no `policy`), ms; a named policy runs at its
+    /// own `quantum_ms` (`backend::build_policy`), the quantum its snapshots report.
     #[serde(default = "default_quantum_ms")]
     pub quantum_ms: f64,
     /// The tiers, in order: tier 0 is `kind = "dram"` (the process's own memory; its
