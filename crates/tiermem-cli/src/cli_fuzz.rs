@@ -188,7 +188,15 @@ fn run_passes_dashed_arguments_after_the_program_to_it() {
     assert_eq!(p, ["python3", "-c", "print(1)"]);
     // tiermem's own options before the program are tiermem's; the same after it, the program's.
     let (p, v, b) = program(&[
-        "tiermem", "run", "-v", "--dram-budget", "50%", "prog", "--dram-budget", "1G", "-v",
+        "tiermem",
+        "run",
+        "-v",
+        "--dram-budget",
+        "50%",
+        "prog",
+        "--dram-budget",
+        "1G",
+        "-v",
     ]);
     assert_eq!(p, ["prog", "--dram-budget", "1G", "-v"]);
     assert!(v);

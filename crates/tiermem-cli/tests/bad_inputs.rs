@@ -181,7 +181,12 @@ fn run_dram_budget_zero_or_huge_is_rejected() {
 fn unknown_option(args: &[&str], bad: &str, nearest: &str) {
     let o = tiermem().args(args).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: exit {:?}: {err}", o.status);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{args:?}: exit {:?}: {err}",
+        o.status
+    );
     assert!(
         err.contains(&format!("unexpected argument '{bad}'")),
         "{args:?}: `{bad}` not named: {err}"
@@ -204,7 +209,16 @@ fn run_attach_qos_unknown_options_name_the_nearest_valid_one() {
         "--dram-budget",
     );
     unknown_option(
-        &["run", "--dram-budget", "50%", "--polcy", "tpp", "sh", "-c", &prog],
+        &[
+            "run",
+            "--dram-budget",
+            "50%",
+            "--polcy",
+            "tpp",
+            "sh",
+            "-c",
+            &prog,
+        ],
         "--polcy",
         "--policy",
     );
@@ -213,7 +227,10 @@ fn run_attach_qos_unknown_options_name_the_nearest_valid_one() {
         "--fault-arund",
         "--fault-around",
     );
-    assert!(!marker.exists(), "the program ran despite an unknown option");
+    assert!(
+        !marker.exists(),
+        "the program ran despite an unknown option"
+    );
     unknown_option(
         &["attach", "1", "--dram-budjet", "50%"],
         "--dram-budjet",
@@ -222,7 +239,11 @@ fn run_attach_qos_unknown_options_name_the_nearest_valid_one() {
     unknown_option(&["attach", "--durat", "1", "1"], "--durat", "--duration");
     let cfg = repo().join("examples/qos/redis-stream.toml");
     let cfg = cfg.to_str().unwrap();
-    unknown_option(&["qos", "--config", cfg, "--mod", "even"], "--mod", "--mode");
+    unknown_option(
+        &["qos", "--config", cfg, "--mod", "even"],
+        "--mod",
+        "--mode",
+    );
     unknown_option(&["qos", "--config", cfg, "--chek"], "--chek", "--check");
 }
 
