@@ -9,7 +9,6 @@
 mod common;
 use common::*;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 
 /// tests/c/alloc_race.c compiled once.
