@@ -99,10 +99,11 @@ fn slo_offloads_memory_seen_idle_and_loses_nothing() {
     let p = problems(&stats, &out);
     assert!(p.is_empty(), "the runtime reported problems:\n{}", p.join("\n"));
     let s = final_stats(&stats);
-    // 57.6 MiB is cold; the sampler covers 64 MiB by blocks in well under a second, so by
-    // the end most of it has been seen idle for 5 s (78 % on a loaded 2-core machine).
+    // 57.6 MiB is cold; the sampler covers 64 MiB by blocks in about a second, so by the
+    // end most of it has been seen idle for 5 s (31-45 MiB on a 2-core machine with a load
+    // of 15; at least a quarter asserted).
     let idle = s["slo"]["idle_offloaded_bytes"].as_u64().unwrap();
-    assert!(idle >= 28 << 20, "only {} MiB offloaded as idle: {s}", idle >> 20);
+    assert!(idle >= 14 << 20, "only {} MiB offloaded as idle: {s}", idle >> 20);
     // The final check read it back through tier faults.
     assert!(tier_faults(&s) > 0, "{s}");
 }
