@@ -51,12 +51,20 @@ pub fn capabilities() -> Capabilities {
 /// The configured policy under the DRAM budget guard (the guard alone when none is named).
 pub fn build_policy(cfg: &RuntimeConfig) -> Result<BudgetGuard> {
     Ok(match &cfg.policy {
-        None => BudgetGuard::alone(
-            cfg.quantum_ns(),
-            cfg.scan_period_ns(),
-            cfg.sampler.scan_pages,
-        )
-        .with_heat_block(crate::runtime::SAMPLE_BLOCK_PAGES),
+        None => {
+            let guard = BudgetGuard::alone(
+                cfg.quantum_ns(),
+                cfg.scan_period_ns(),
+                cfg.sampler.scan_pages,
+            )
+            .with_heat_block(crate::runtime::SAMPLE_BLOCK_PAGES);
+            // Under the SLO controller the budget is a probe: only pages not seen in use go.
+            if cfg.slo_config().is_some() {
+                guard.spare_active()
+            } else {
+                guard
+            }
+        }
         Some(p) => BudgetGuard::over(tiermem_policies::build_with(
             p,
             cfg.colloid.as_ref(),
