@@ -39,22 +39,7 @@ fn cannot() -> Option<&'static str> {
     None
 }
 
-/// tests/c/NAME.c compiled with the system C compiler into the profile directory
-/// (target/release: readable and executable by everyone).
-fn c_bin(name: &str) -> PathBuf {
-    require("cc", "gcc");
-    let src = workspace_root().join(format!("crates/tiermem-linux/tests/c/{name}.c"));
-    let out = profile_dir().join(name);
-    let st = Command::new("cc")
-        .args(["-O2", "-Wall", "-pthread", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("running cc");
-    assert!(st.success(), "cc {} failed", src.display());
-    out
-}
-
+// C programs come from `common::c_bin` (target/release: readable and executable by everyone).
 fn kernel_io() -> &'static PathBuf {
     static B: OnceLock<PathBuf> = OnceLock::new();
     B.get_or_init(|| c_bin("kernel_io"))
