@@ -134,8 +134,9 @@ pub fn runtime_metrics(pid: u32, e: &mut Exposition) {
 pub fn spawn_for_run(listener: TcpListener) -> Result<()> {
     use std::os::fd::AsRawFd;
     let pid = std::process::id();
-    // SAFETY: pidfd_open(2) only creates a descriptor (always close-on-exec: the program
-    // does not inherit it; the metrics process's copy survives our exec).
+    // pidfd_open's descriptor is always close-on-exec: the program does not inherit it,
+    // the metrics process's copy survives our exec.
+    // SAFETY: pidfd_open(2) only creates a descriptor.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) } as i32;
     if pidfd < 0 {
         return Err(Error::usage(format!(
@@ -143,8 +144,8 @@ pub fn spawn_for_run(listener: TcpListener) -> Result<()> {
             std::io::Error::last_os_error()
         )));
     }
-    // SAFETY: tiermem run is single-threaded here (it has parsed its arguments and config
-    // and started nothing), so the child may run arbitrary code after fork.
+    // tiermem run has parsed its arguments and config and started nothing here.
+    // SAFETY: single-threaded, so the child may run arbitrary code after fork.
     let child = unsafe { libc::fork() };
     if child < 0 {
         let e = std::io::Error::last_os_error();
@@ -210,8 +211,8 @@ fn detach_from_program(keep: &[i32]) {
         .unwrap_or_default();
     for fd in fds {
         if fd > 2 && !keep.contains(&fd) {
-            // SAFETY: closes an fd inherited from tiermem run (the one read_dir used is
-            // closed already; closing it again fails harmlessly).
+            // The fd read_dir used is closed already; closing it again fails harmlessly.
+            // SAFETY: closes an fd inherited from tiermem run.
             unsafe { libc::close(fd) };
         }
     }

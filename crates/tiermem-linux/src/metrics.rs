@@ -224,13 +224,7 @@ impl Stats {
         // Tried vs applied (DAMON's nr_tried / nr_applied): the policy's planned moves and
         // what became of them, per page, cumulative over the engine's quanta.
         let a = &self.plan;
-        for (outcome, v) in [
-            ("tried", a.pages_tried),
-            ("applied", a.pages_applied),
-            ("already_there", a.pages_already_there),
-            ("no_capacity", a.pages_no_capacity),
-            ("over_quota", a.pages_over_quota),
-        ] {
+        for (outcome, v) in page_outcomes(a) {
             e.counter(
                 "plan_pages_total",
                 "Pages of the policy's planned moves, by outcome: tried (planned), applied (moved), already_there, no_capacity (refused: full, pinned, shared, incompressible), over_quota (the quantum's migration quota spent)",
@@ -468,13 +462,7 @@ impl crate::attach::AttachReport {
             );
         }
         let a = &self.plan;
-        for (outcome, v) in [
-            ("tried", a.pages_tried),
-            ("applied", a.pages_applied),
-            ("already_there", a.pages_already_there),
-            ("no_capacity", a.pages_no_capacity),
-            ("over_quota", a.pages_over_quota),
-        ] {
+        for (outcome, v) in page_outcomes(a) {
             e.counter(
                 "attach_plan_pages_total",
                 "Pages of the policy's planned moves, by outcome (as tiermem_plan_pages_total)",
@@ -483,6 +471,17 @@ impl crate::attach::AttachReport {
             );
         }
     }
+}
+
+/// The plan's pages by outcome, as the `outcome` label of `*plan_pages_total`.
+fn page_outcomes(a: &tiermem_core::plan::Applied) -> [(&'static str, u64); 5] {
+    [
+        ("tried", a.pages_tried),
+        ("applied", a.pages_applied),
+        ("already_there", a.pages_already_there),
+        ("no_capacity", a.pages_no_capacity),
+        ("over_quota", a.pages_over_quota),
+    ]
 }
 
 #[cfg(test)]

@@ -129,8 +129,9 @@ fn open_dev() -> io::Result<i32> {
         unsafe { libc::close(dev) };
         return Err(e);
     }
-    // SAFETY: dup3 onto the device fd's number closes that fd and keeps the userfaultfd
-    // there (close-on-exec as it was); the ioctl's fd is then closed. Both are ours.
+    // dup3 onto the device fd's number closes that fd and keeps the userfaultfd there
+    // (close-on-exec as it was); the ioctl's fd is then closed.
+    // SAFETY: both fds are ours (opened above).
     unsafe {
         if libc::dup3(fd, dev, libc::O_CLOEXEC) == dev {
             libc::close(fd);

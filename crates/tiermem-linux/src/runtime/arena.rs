@@ -222,12 +222,12 @@ impl Runtime {
             if born.saturating_add(ADOPT_AGE_NS) > now_ns {
                 st.unregistered.push((start, n, born));
             } else if born.saturating_add(ADOPT_ALL_NS) <= now_ns {
-                due.push((s, e, born, None));
+                due.push((s, e, born, true));
             } else if s < e {
-                due.push((s, e, born, Some(self.addr(s))));
+                due.push((s, e, born, false));
             }
         }
-        if due.iter().all(|d| d.3.is_none()) {
+        if due.iter().all(|&(.., whole)| whole) {
             return due.iter().map(|&(s, e, ..)| self.adopt_locked(&mut st, s, e)).sum();
         }
         // Which pages hold data: a hint only, read without the lock (a fault may add pages
@@ -235,7 +235,7 @@ impl Runtime {
         drop(st);
         let hints: Vec<Option<Vec<bool>>> = due
             .iter()
-            .map(|&(s, e, _, a)| a.map(|a| sys::pagemap_has_data(a, e - s)))
+            .map(|&(s, e, _, whole)| (!whole).then(|| sys::pagemap_has_data(self.addr(s), e - s)))
             .collect();
         let mut st = lock(self);
         let mut adopted = 0;
