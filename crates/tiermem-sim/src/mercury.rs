@@ -81,7 +81,8 @@ pub fn alone_local(cfg: &SimConfig, tenant: usize) -> Result<(f64, f64)> {
 
 /// Every tenant of a config running together at full CPU, each with its hottest pages in
 /// the default tier (whatever its capacity) and the rest in the next: the steady states
-/// Fig. 11's SLOs and slowdowns are measured from. Built once; each tenant's hotness prefix
+/// Fig. 11's SLOs are set from (its slowdowns are against each tenant alone,
+/// `alone_local`). Built once; each tenant's hotness prefix
 /// is the profiler's.
 pub struct Together {
     backend: SimBackend,
