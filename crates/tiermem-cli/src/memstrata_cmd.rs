@@ -72,7 +72,8 @@ fn train(a: TrainArgs) -> Result<()> {
 
 /// Load the model back through the allocator's inference path and score it on the samples.
 fn verify(model: &std::path::Path, samples: &[memstrata::Sample]) -> Result<()> {
-    use tiermem_policies::memstrata::{Estimator, Features, OutlierEstimator};
+    use tiermem_estimator::Estimator;
+    use tiermem_policies::memstrata::{Features, OutlierEstimator};
     let est = Estimator::load(model)?;
     let mut right = 0usize;
     for s in samples {

@@ -569,7 +569,7 @@ fn mix_rows(experiment: &str, mix: &str, vms: &[Workload], config: &str, r: &Mix
 /// Load the estimator for the allocator: a missing or malformed file is a one-line error
 /// naming it and `tiermem memstrata train` (exit 2).
 pub fn estimator() -> Result<Box<dyn OutlierEstimator>> {
-    Ok(Box::new(tiermem_policies::memstrata::Estimator::load(
+    Ok(Box::new(tiermem_estimator::Estimator::load(
         &default_model_path(),
     )?))
 }

@@ -467,7 +467,7 @@ fn fig6_conflicts_hurt_memory_sensitive_victims() {
 
 #[test]
 fn a_missing_or_malformed_model_is_a_one_line_error_naming_the_retrain_command() {
-    use tiermem_policies::memstrata::Estimator;
+    use tiermem_estimator::Estimator;
     let dir = std::env::temp_dir().join(format!("tiermem-memstrata-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let missing = dir.join("none.onnx");
@@ -490,7 +490,8 @@ fn a_missing_or_malformed_model_is_a_one_line_error_naming_the_retrain_command()
 /// outliers from the rest on fresh noisy readings through the Rust inference path.
 #[test]
 fn the_shipped_estimator_classifies_fresh_samples() {
-    use tiermem_policies::memstrata::{Estimator, Features, OutlierEstimator};
+    use tiermem_estimator::Estimator;
+    use tiermem_policies::memstrata::{Features, OutlierEstimator};
     use tiermem_sim::memstrata::{paper_machine, samples, OUTLIER};
     let est = Estimator::load(&tiermem_sim::reproduce_memstrata::default_model_path()).unwrap();
     let m = paper_machine(128);
