@@ -651,6 +651,14 @@ pub fn manager_loop(rt: &'static Runtime) {
     let mut last_counters = Vec::new();
     let mut last_plan = tiermem_core::Applied::default();
     while !rt.stop.load(std::sync::atomic::Ordering::Relaxed) {
+        // A pool that could not grow ends tiering (runtime/degrade.rs); so does a failure
+        // of another thread of tiermem's, after which this one has nothing left to do.
+        if crate::pool::grow_failed() {
+            rt.degrade("a compressed pool could not grow (the kernel refused memory)");
+        }
+        if rt.degraded() {
+            return;
+        }
         let frozen = rt.lock().frozen;
         if frozen {
             std::thread::sleep(std::time::Duration::from_millis(1));

@@ -25,6 +25,7 @@ pub mod attach;
 pub mod backend;
 pub mod characterize;
 pub mod codec;
+pub mod inject;
 mod codec_ext;
 pub mod config;
 pub mod control;

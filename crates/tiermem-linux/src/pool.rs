@@ -17,6 +17,7 @@ use crate::sys;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Slabs are carved from large NORESERVE chunks (few mappings; physical memory only for
 /// the slab pages actually written).
@@ -125,10 +126,27 @@ pub struct Pool {
     chunk_used: usize,
 }
 
+/// Some pool asked the kernel for memory and was refused (the manager then stops tiering:
+/// runtime/degrade.rs).
+static GROW_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// A pool of this process could not grow.
+pub fn grow_failed() -> bool {
+    GROW_FAILED.load(Ordering::Relaxed)
+}
+
 impl Pool {
     fn new_slab(&mut self) -> Option<usize> {
         if self.chunks.is_empty() || self.chunk_used + SLAB_BYTES > CHUNK_BYTES {
-            self.chunks.push(self.backing.map(CHUNK_BYTES)?);
+            let chunk = match crate::inject::fire(crate::inject::Kind::PoolEnomem) {
+                true => None,
+                false => self.backing.map(CHUNK_BYTES),
+            };
+            let Some(chunk) = chunk else {
+                GROW_FAILED.store(true, Ordering::Relaxed);
+                return None;
+            };
+            self.chunks.push(chunk);
             self.chunk_used = 0;
         }
         let s = *self.chunks.last().unwrap() + self.chunk_used;

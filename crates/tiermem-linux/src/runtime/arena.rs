@@ -190,8 +190,10 @@ impl Runtime {
     /// memory that lives past `ADOPT_AGE_NS` can turn cold: both leave new memory to the
     /// kernel (docs/runtime.md "Lazy registration").
     fn registers_eagerly(&self, st: &State) -> bool {
-        self.cfg.policy.is_some()
-            || (st.slo.is_none() && !matches!(st.budget, crate::config::Budget::Unlimited))
+        // Degraded (runtime/degrade.rs): nothing is registered any more.
+        !super::degrade::active()
+            && (self.cfg.policy.is_some()
+                || (st.slo.is_none() && !matches!(st.budget, crate::config::Budget::Unlimited)))
     }
 
     /// Adopt the unregistered regions the manager may now evict from: all of them when new
@@ -199,7 +201,7 @@ impl Runtime {
     /// `ADOPT_AGE_NS` under the SLO controller, none otherwise. Returns the pages adopted.
     pub fn adopt_due(&self, now_ns: u64) -> u64 {
         let mut st = lock(self);
-        if st.unregistered_pages == 0 {
+        if st.unregistered_pages == 0 || super::degrade::active() {
             st.unregistered.clear();
             return 0;
         }

@@ -144,6 +144,12 @@ impl Runtime {
             return;
         }
         let i = self.idx(a);
+        if st.pages[i].state == PageState::Unregistered && super::degrade::active() {
+            // A message read before tiering stopped (runtime/degrade.rs): the kernel serves
+            // the page now.
+            self.uffd.wake(a, PAGE);
+            return;
+        }
         if st.pages[i].state == PageState::Unregistered {
             // Registered since (`adopt` changes the state first, under this lock, so this
             // is a bookkeeping slip, never data): the kernel says no entry, so no data.
@@ -261,6 +267,7 @@ impl Runtime {
                 }
             }
             PageState::Compressed { tier, .. } => {
+                crate::inject::panic_at(crate::inject::Kind::FaultThreadPanic);
                 let tier = tier as usize;
                 let pages = &st.pages;
                 let in_tier = |p: u32| {

@@ -31,6 +31,7 @@
 //! ```
 
 mod arena;
+mod degrade;
 mod fault;
 pub mod fault_around;
 mod fork;
@@ -326,6 +327,7 @@ impl Runtime {
             return Ok(rt);
         }
         log::set_run_dir(&cfg.run_dir, &cfg.stats_mode);
+        crate::inject::init_from_env().map_err(std::io::Error::other)?;
         let uffd = Uffd::open()?;
         let arena_bytes = (cfg.arena_bytes() as usize).min(16 << 40) & !(PAGE - 1);
         // Reserve 2 MiB more and trim, so the arena starts 2 MiB-aligned: a range move of
@@ -489,6 +491,7 @@ impl Runtime {
         if RUNTIME.set(rt).is_err() {
             return Ok(RUNTIME.get().unwrap());
         }
+        degrade::install_panic_hook();
         // SAFETY: the handlers are `extern "C"` fns of this module, valid for the life of the
         // process.
         unsafe {
@@ -740,6 +743,7 @@ fn spawn_internal(
 ) -> std::io::Result<()> {
     struct Start {
         rt: &'static Runtime,
+        name: &'static std::ffi::CStr,
         f: fn(&'static Runtime),
     }
     extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
@@ -748,10 +752,14 @@ fn spawn_internal(
         // SAFETY: `arg` is the Box leaked by `spawn_internal` for this thread only, taken back
         // exactly once.
         let s = unsafe { Box::from_raw(arg as *mut Start) };
-        (s.f)(s.rt);
+        // A panic of tiermem's own ends its tiering, not the program (runtime/degrade.rs).
+        let (rt, f) = (s.rt, s.f);
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f(rt))).is_err() {
+            degrade::thread_panicked(s.rt, &s.name.to_string_lossy());
+        }
         std::ptr::null_mut()
     }
-    let arg = Box::into_raw(Box::new(Start { rt, f })) as *mut libc::c_void;
+    let arg = Box::into_raw(Box::new(Start { rt, name, f })) as *mut libc::c_void;
     // SAFETY: the sigsets and attr are locals initialised before use; `arg` is freed here only if
     // the thread was not created.
     unsafe {

@@ -177,6 +177,7 @@ impl Runtime {
             let t = &st.tiers[to as usize - 1];
             (hs, t.codec, t.max_bytes, p.state == PageState::Resident)
         };
+        crate::inject::panic_at(crate::inject::Kind::ManagerPanic);
         let data =
             // SAFETY: slot `hs` of our staging mapping holds this page (moved there under the
             // lock); it is only read, and a racing move back leaves a zero page (see above).

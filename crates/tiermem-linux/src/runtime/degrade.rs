@@ -1,0 +1,131 @@
+//! When tiermem itself fails (a panic of one of its threads, a pool that cannot grow): the
+//! program keeps running with its data, untiered. `Runtime::degrade` stops every move,
+//! brings every page home (a staged page moved back, a compressed one decompressed and
+//! installed with UFFDIO_COPY, which also wakes a thread waiting on it), unregisters every
+//! range (the kernel wakes whoever still waits on a fault there; from then on it serves
+//! them itself), and says so in one line. New memory is left to the kernel from then on.
+//! docs/runtime.md "When tiermem itself fails".
+
+use super::page::{Page, PageState};
+use super::{lock, report_fatal, Runtime};
+use crate::sys::PAGE;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// The runtime has degraded (or is degrading): nothing is registered or evicted any more.
+static DEGRADED: AtomicBool = AtomicBool::new(false);
+/// The message of the last panic on one of tiermem's threads (the panic hook's).
+static PANIC_MSG: Mutex<String> = Mutex::new(String::new());
+
+/// True once the runtime has given up tiering.
+#[inline]
+pub fn active() -> bool {
+    DEGRADED.load(Ordering::Relaxed)
+}
+
+/// A panic hook that keeps the message of a panic on tiermem's threads for `degrade`'s
+/// line instead of printing it (the program's stderr gets one line, not a Rust backtrace
+/// note); any other thread's panic goes to the hook there was.
+pub fn install_panic_hook() {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if crate::on_runtime_thread() {
+            let msg = match info.payload().downcast_ref::<&str>() {
+                Some(s) => s.to_string(),
+                None => info
+                    .payload()
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .unwrap_or_default(),
+            };
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()));
+            *PANIC_MSG.lock().unwrap_or_else(|p| p.into_inner()) =
+                format!("{msg}{}", at.unwrap_or_default());
+        } else {
+            prev(info)
+        }
+    }));
+}
+
+/// One of tiermem's threads (`name`) panicked; its unwinding has ended (it holds no lock).
+pub fn thread_panicked(rt: &Runtime, name: &str) {
+    let msg = std::mem::take(&mut *PANIC_MSG.lock().unwrap_or_else(|p| p.into_inner()));
+    rt.degrade(&format!("{name} panicked: {msg}"));
+}
+
+impl Runtime {
+    /// True once the runtime has given up tiering.
+    pub fn degraded(&self) -> bool {
+        active()
+    }
+
+    /// Give up tiering, keeping every byte (see the module's comment). Once per process;
+    /// safe from any of tiermem's threads, with the others running.
+    pub fn degrade(&self, reason: &str) {
+        if DEGRADED.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let mut st = lock(self);
+        // No move starts from now on (every eviction, sample and range move checks this
+        // under the lock); an eviction between its stage and its commit finds its page
+        // moved back and discards what it compressed.
+        st.frozen = true;
+        self.can_make_room.store(false, Ordering::Relaxed);
+        let hwm = st.hwm as usize;
+        let tiered: u64 = st
+            .tiers
+            .iter()
+            .filter(|t| t.node.is_none())
+            .map(|t| t.pages)
+            .sum();
+        self.untier_locked(&mut st, self.arena, hwm * PAGE, None);
+        let left: u64 = st
+            .tiers
+            .iter()
+            .filter(|t| t.node.is_none())
+            .map(|t| t.pages)
+            .sum();
+        // Every registered run: left to the kernel, as lazy registration leaves new memory.
+        let registered = |s: PageState| !matches!(s, PageState::Hole | PageState::Unregistered);
+        let mut i = 0;
+        let mut unregistered = 0u64;
+        while i < hwm {
+            if !registered(st.pages[i].state) {
+                i += 1;
+                continue;
+            }
+            let mut j = i + 1;
+            while j < hwm && registered(st.pages[j].state) {
+                j += 1;
+            }
+            if left > 0 && (i..j).any(|k| matches!(st.pages[k].state, PageState::Compressed { .. }))
+            {
+                // A page that did not come home stays registered: its fault still comes to
+                // the fault thread, which decompresses it.
+                i = j;
+                continue;
+            }
+            self.uffd.unregister(self.addr(i), (j - i) * PAGE);
+            for k in i..j {
+                let f = st.pages[k].flags;
+                st.set(k, Page::new(PageState::Unregistered, f));
+            }
+            unregistered += (j - i) as u64;
+            i = j;
+        }
+        st.unregistered.clear();
+        drop(st);
+        let kept = if left > 0 {
+            format!("; {left} pages could not come home and stay in their tier")
+        } else {
+            String::new()
+        };
+        report_fatal(&format!(
+            "tiering stopped: {reason}; {} pages brought home, {unregistered} pages \
+             unregistered{kept}; the program continues untiered",
+            tiered - left
+        ));
+    }
+}
