@@ -92,6 +92,9 @@ impl Codec {
 
     /// Decompress into `page` (exactly one page). Returns false on corrupt input.
     pub fn decompress(&self, data: &[u8], page: &mut [u8]) -> bool {
+        if crate::inject::fire(crate::inject::Kind::CodecCorrupt) {
+            return false;
+        }
         match self {
             Codec::Lz4 => {
                 matches!(lz4_flex::block::decompress_into(data, page), Ok(n) if n == page.len())

@@ -21,17 +21,20 @@ pub enum Kind {
     /// The N-th chunk of slabs a pool asks the kernel for is refused, as when the kernel
     /// refuses memory.
     PoolEnomem = 2,
+    /// The N-th decompression reports corrupt input.
+    CodecCorrupt = 3,
 }
 
-const KINDS: [(&str, Kind); 3] = [
+const KINDS: [(&str, Kind); 4] = [
     ("manager-panic", Kind::ManagerPanic),
     ("fault-thread-panic", Kind::FaultThreadPanic),
     ("pool-enomem", Kind::PoolEnomem),
+    ("codec-corrupt", Kind::CodecCorrupt),
 ];
 
 /// Per kind: the occurrence that fires (0: off), and the occurrences so far.
-static AT: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
-static SEEN: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+static AT: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+static SEEN: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 
 /// Parse the variable's value into (kind, N) pairs; an unknown kind or a bad N is an error
 /// naming the kinds there are.

@@ -120,3 +120,35 @@ fn an_unknown_kind_leaves_the_program_untiered_with_a_line_naming_the_kinds() {
         "log:\n{log}"
     );
 }
+
+#[test]
+fn a_page_that_does_not_decompress_ends_the_program_with_sigbus_never_wrong_bytes() {
+    use std::os::unix::process::ExitStatusExt;
+    let bin = c_bin("pattern");
+    let (mut cmd, stats) = tiered("8M", &[bin.to_str().unwrap(), "64", "3"]);
+    cmd.env("TIERMEM_FAULT_INJECT", "codec-corrupt:300");
+    let out = run(cmd, None, 120, "codec-corrupt");
+    let _ = std::fs::remove_file(&stats);
+    let _ = std::fs::remove_dir_all(run_dir_of(&stats));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Not "ok", and no mismatch either: the program never read the lost page.
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGBUS),
+        "{:?}\n{stderr}",
+        out.status
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!stderr.contains("mismatch"), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("tiermem[")).collect();
+    assert_eq!(lines.len(), 1, "one tiermem line:\n{stderr}");
+    assert!(
+        lines[0].contains("does not decompress") && lines[0].contains("SIGBUS"),
+        "{}",
+        lines[0]
+    );
+}

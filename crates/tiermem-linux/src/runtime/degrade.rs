@@ -129,3 +129,27 @@ impl Runtime {
         ));
     }
 }
+
+/// The compressed copy of the page at `addr` does not decompress: its bytes are lost, and
+/// no answer to the program's access is right (zeros or garbage would be read as its data).
+/// The program ends as the kernel ends one that touches memory it cannot read back (an
+/// uncorrectable memory error): SIGBUS, with one line saying why. Never returns.
+pub fn page_lost(addr: usize) {
+    report_fatal(&format!(
+        "the compressed page at {addr:#x} does not decompress (corrupt): its bytes are lost; \
+         ending the program with SIGBUS rather than let it read wrong bytes"
+    ));
+    super::log::flush();
+    // SAFETY: the default action of SIGBUS, unblocked on this thread only and raised on it:
+    // the kernel ends the whole process (no handler of the program's runs on tiermem's
+    // thread, which would fault on the page again). `_exit` only if it somehow returns.
+    unsafe {
+        libc::signal(libc::SIGBUS, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGBUS);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(libc::SIGBUS);
+        libc::_exit(128 + libc::SIGBUS);
+    }
+}

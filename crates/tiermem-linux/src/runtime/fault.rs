@@ -361,9 +361,7 @@ impl Runtime {
                     t.codec.decompress(t.pool.get(handle), &mut buf)
                 };
                 if !ok {
-                    super::report_fatal(&format!(
-                        "corrupt compressed page at {a:#x}: kept in its tier"
-                    ));
+                    super::degrade::page_lost(a);
                     st.pbuf = buf;
                     return false;
                 }

@@ -666,10 +666,7 @@ impl Runtime {
                 let t = &st.tiers[tier as usize - 1];
                 let dst = &mut b.run[(k - j) * PAGE..(k - j + 1) * PAGE];
                 if !t.codec.decompress(t.pool.get(handle.get()), dst) {
-                    super::report_fatal(&format!(
-                        "corrupt compressed page at {:#x}: kept in its tier",
-                        self.addr(k)
-                    ));
+                    super::degrade::page_lost(self.addr(k));
                     corrupt = true;
                     break;
                 }
