@@ -180,9 +180,10 @@ struct TenantLoad {
     sample_carry: f64,
     /// Its operations per second in the last solve.
     ops_per_s: f64,
-    /// Migration operations on its pages (one per applied move, whatever its size) not
-    /// yet charged: each stops its cores for a TLB shootdown.
-    pending_mig_ops: f64,
+    /// Per-core stall (ns) of the TLB shootdowns of migrations on its pages not yet
+    /// charged: each applied move interrupts its cores `shootdowns_per_operation` times,
+    /// plus the TLB refill of a full flush for a move of at least `full_flush_from`.
+    pending_shootdown_ns: f64,
     /// Migration time its cores still owe (`MigrationCharge::Synchronous` or
     /// `ThreadsOnAppCores`; carried over quanta until served).
     owed_core_ns: f64,
@@ -238,7 +239,13 @@ pub struct SimBackend {
     per_op_ns: f64,
     copy_bytes_per_s: f64,
     mig_threads: f64,
-    shootdown_ns: f64,
+    /// Per-core stall of one move's shootdown interrupts (`shootdowns_per_operation` x
+    /// `shootdown_ns`), and the TLB refill after a full-flush move's
+    /// (`shootdowns_per_operation` x `full_flush_refill_ns`).
+    move_shootdown_ns: f64,
+    full_flush_refill_ns: f64,
+    /// Moves of at least this many pages flush the whole TLB (`full_flush_from`).
+    full_flush_pages: u64,
     /// Per tier: the copy time multiplier to or from it (its unloaded latency over the
     /// fastest tier's with `copy_scales_with_latency`, else 1).
     copy_factor: Vec<f64>,
@@ -417,6 +424,13 @@ impl SimBackend {
             specs.push(spec);
         }
         let m = &cfg.machine;
+        let full_flush_pages = match &m.migration.full_flush_from {
+            Some(size) => size
+                .bytes("machine.migration.full_flush_from")?
+                .div_ceil(page_bytes)
+                .max(1),
+            None => u64::MAX,
+        };
         let machine = Machine {
             tiers,
             cores: CoreModel {
@@ -498,7 +512,7 @@ impl SimBackend {
                 measured: vec![0; n],
                 sample_carry: 0.0,
                 ops_per_s: 0.0,
-                pending_mig_ops: 0.0,
+                pending_shootdown_ns: 0.0,
                 owed_core_ns: 0.0,
                 fault_carry_ns: 0.0,
                 stuck_mass: vec![0.0; n],
@@ -544,10 +558,14 @@ impl SimBackend {
             pending_mig_read: vec![0.0; n],
             pending_mig_write: vec![0.0; n],
             last_quantum_ns: 10_000_000,
-            per_op_ns: m.migration.per_page_ns + m.migration.shootdown_wait_ns,
+            per_op_ns: m.migration.per_page_ns
+                + m.migration.shootdowns_per_operation * m.migration.shootdown_wait_ns,
             copy_bytes_per_s: m.migration.copy_gbps * 1e9,
             mig_threads: m.migration.threads * thread_core_share(m),
-            shootdown_ns: m.migration.shootdown_ns,
+            move_shootdown_ns: m.migration.shootdowns_per_operation * m.migration.shootdown_ns,
+            full_flush_refill_ns: m.migration.shootdowns_per_operation
+                * m.migration.full_flush_refill_ns,
+            full_flush_pages,
             copy_factor,
             mig_debt_ns: 0.0,
             charge: MigrationCharge::of(&m.migration),
@@ -1809,14 +1827,13 @@ impl Backend for SimBackend {
         // Synchronous migration: the cores wait for every operation in full, the wait carried
         // into the next quanta when it exceeds one. Threads on the application's cores: each
         // busy thread holds one of them, at most its share of the quantum.
-        let (charge, shootdown_ns, mig_threads) =
-            (self.charge, self.shootdown_ns, self.mig_threads);
+        let (charge, mig_threads) = (self.charge, self.mig_threads);
         let dt_ns = dt as f64;
         let stall: Vec<f64> = self
             .loads
             .iter_mut()
             .map(|l| {
-                let shootdowns = std::mem::take(&mut l.pending_mig_ops) * shootdown_ns;
+                let shootdowns = std::mem::take(&mut l.pending_shootdown_ns);
                 match charge {
                     MigrationCharge::Synchronous => {
                         let f = (l.owed_core_ns / dt_ns).min(SYNC_STALL_MAX);
@@ -2005,9 +2022,22 @@ impl Backend for SimBackend {
                 let w = self.loads[t].prob(p);
                 self.relocate(p, to, t, w);
             }
-            self.loads[t].pending_mig_ops += 1.0;
-            if self.charge != MigrationCharge::Interrupt {
-                self.loads[t].owed_core_ns += op_ns;
+            // After a full flush every core walks the page tables again for what it uses,
+            // whoever waits for the move.
+            let refill_ns = if pages >= self.full_flush_pages {
+                self.full_flush_refill_ns
+            } else {
+                0.0
+            };
+            match self.charge {
+                MigrationCharge::Interrupt => {
+                    self.loads[t].pending_shootdown_ns += self.move_shootdown_ns + refill_ns;
+                }
+                MigrationCharge::ThreadsOnAppCores => {
+                    self.loads[t].pending_shootdown_ns += self.move_shootdown_ns + refill_ns;
+                    self.loads[t].owed_core_ns += op_ns;
+                }
+                MigrationCharge::Synchronous => self.loads[t].owed_core_ns += op_ns + refill_ns,
             }
             a.ops_applied += 1;
             a.pages_applied += moving;

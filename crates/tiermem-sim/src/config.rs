@@ -151,9 +151,9 @@ pub struct MigrationConfig {
     pub copy_gbps: f64,
     #[serde(default = "one")]
     pub threads: f64,
-    /// App-core stall per migration operation (TLB shootdown IPI), ns: one per move,
-    /// whatever its size (ICS'18 §3: one shootdown invalidates a whole virtually contiguous
-    /// range).
+    /// App-core stall per TLB shootdown (the IPI's receipt, invalidation, ack), ns:
+    /// `shootdowns_per_operation` per move, whatever its size (ICS'18 §3: one shootdown
+    /// invalidates a whole virtually contiguous range).
     #[serde(default = "default_shootdown_ns")]
     pub shootdown_ns: f64,
     /// Time the migrating thread waits for each operation's TLB shootdown to complete (the
@@ -161,6 +161,22 @@ pub struct MigrationConfig {
     /// added to its cost of every operation. Default 0: `per_page_ns` includes it.
     #[serde(default)]
     pub shootdown_wait_ns: f64,
+    /// TLB shootdowns per migration operation: both `shootdown_wait_ns` (the thread's
+    /// wait) and `shootdown_ns` (each app core's interrupt) are paid this many times per
+    /// move. Default 1; ICS'18's kernel does 2 (footnote 3: "the number of TLB shootdowns
+    /// are exactly twice the number of migrations").
+    #[serde(default = "one")]
+    pub shootdowns_per_operation: f64,
+    /// Moves of at least this size are shot down with a full flush of the receiving
+    /// cores' TLBs instead of per-page invalidations (ICS'18 §5: for 2 MB "it writes to the
+    /// local core's cr3 register", flushing every user entry). Unset: never.
+    #[serde(default)]
+    pub full_flush_from: Option<Size>,
+    /// With `full_flush_from`: each app core's cost of refilling its TLB after one full
+    /// flush (the entries of other pages destroyed and walked again), ns, paid per
+    /// shootdown of such a move on top of `shootdown_ns`.
+    #[serde(default)]
+    pub full_flush_refill_ns: f64,
     /// The copy runs at `copy_gbps` between the fastest tiers and proportionally slower to
     /// or from a slower one: its time is multiplied by the higher unloaded latency of the
     /// two tiers over the fastest tier's (ICS'18 §5: "the data copy latency is scaled in
@@ -197,6 +213,9 @@ impl Default for MigrationConfig {
             threads: 1.0,
             shootdown_ns: default_shootdown_ns(),
             shootdown_wait_ns: 0.0,
+            shootdowns_per_operation: 1.0,
+            full_flush_from: None,
+            full_flush_refill_ns: 0.0,
             copy_scales_with_latency: false,
             synchronous: false,
             threads_on_app_cores: false,
@@ -630,6 +649,21 @@ impl Validate for MachineConfig {
             0.0,
             1e9,
         )?;
+        check_range(
+            &join(&m, "shootdowns_per_operation"),
+            self.migration.shootdowns_per_operation,
+            0.0,
+            64.0,
+        )?;
+        check_range(
+            &join(&m, "full_flush_refill_ns"),
+            self.migration.full_flush_refill_ns,
+            0.0,
+            1e9,
+        )?;
+        if let Some(s) = &self.migration.full_flush_from {
+            s.bytes(&join(&m, "full_flush_from"))?;
+        }
         check_range(
             &join(p, "compressed_fault_ns"),
             self.compressed_fault_ns,
