@@ -23,18 +23,22 @@ pub enum Kind {
     PoolEnomem = 2,
     /// The N-th decompression reports corrupt input.
     CodecCorrupt = 3,
+    /// Stopping tiering finds no memory to bring the pages home (as if MemAvailable were
+    /// 0): it drains instead (runtime/degrade.rs). N counts stops (one per process).
+    LowMemory = 4,
 }
 
-const KINDS: [(&str, Kind); 4] = [
+const KINDS: [(&str, Kind); 5] = [
     ("manager-panic", Kind::ManagerPanic),
     ("fault-thread-panic", Kind::FaultThreadPanic),
     ("pool-enomem", Kind::PoolEnomem),
     ("codec-corrupt", Kind::CodecCorrupt),
+    ("low-memory", Kind::LowMemory),
 ];
 
 /// Per kind: the occurrence that fires (0: off), and the occurrences so far.
-static AT: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
-static SEEN: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+static AT: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+static SEEN: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
 
 /// Parse the variable's value into (kind, N) pairs; an unknown kind or a bad N is an error
 /// naming the kinds there are.

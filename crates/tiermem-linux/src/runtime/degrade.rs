@@ -14,6 +14,11 @@ use std::sync::Mutex;
 
 /// The runtime has degraded (or is degrading): nothing is registered or evicted any more.
 static DEGRADED: AtomicBool = AtomicBool::new(false);
+/// Tiering stopped without bringing the pages home (not enough memory): the fault threads
+/// go on serving tier faults, nothing is evicted.
+static DRAINING: AtomicBool = AtomicBool::new(false);
+/// Memory kept free beyond what the bring-home needs.
+const HOME_MARGIN_BYTES: u64 = 32 << 20;
 /// The message of the last panic on one of tiermem's threads (the panic hook's).
 static PANIC_MSG: Mutex<String> = Mutex::new(String::new());
 
@@ -50,9 +55,47 @@ pub fn install_panic_hook() {
 }
 
 /// One of tiermem's threads (`name`) panicked; its unwinding has ended (it holds no lock).
-pub fn thread_panicked(rt: &Runtime, name: &str) {
+/// Returns whether the thread should run again: a fault thread while tiering drains (the
+/// pages still in the pools need it). A fault thread that panics again while draining
+/// brings every page home whatever memory it takes (a hang is worse than an OOM kill).
+pub fn thread_panicked(rt: &Runtime, name: &str) -> bool {
     let msg = std::mem::take(&mut *PANIC_MSG.lock().unwrap_or_else(|p| p.into_inner()));
+    let fault_thread = name.starts_with("tiermem-fault");
+    if fault_thread && DRAINING.load(Ordering::SeqCst) {
+        rt.bring_home(&format!("{name} panicked again while draining: {msg}"));
+        return false;
+    }
     rt.degrade(&format!("{name} panicked: {msg}"));
+    fault_thread && DRAINING.load(Ordering::SeqCst)
+}
+
+/// Bytes this process may still take: MemAvailable, and below the memory.max of its own
+/// cgroup (v2) if it has one.
+fn memory_headroom() -> u64 {
+    if crate::inject::fire(crate::inject::Kind::LowMemory) {
+        return 0;
+    }
+    let kb = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|k| k * 1024)
+    };
+    let mut room = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| kb(&m, "MemAvailable:"))
+        .unwrap_or(u64::MAX);
+    let cg = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    if let Some(path) = cg.lines().find_map(|l| l.strip_prefix("0::")) {
+        let dir = format!("/sys/fs/cgroup{}", path.trim());
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+        if let (Some(max), Some(cur)) = (read("memory.max"), read("memory.current")) {
+            if let (Ok(max), Ok(cur)) = (max.trim().parse::<u64>(), cur.trim().parse::<u64>()) {
+                room = room.min(max.saturating_sub(cur));
+            }
+        }
+    }
+    room
 }
 
 impl Runtime {
@@ -73,6 +116,41 @@ impl Runtime {
         // moved back and discards what it compressed.
         st.frozen = true;
         self.can_make_room.store(false, Ordering::Relaxed);
+        // What coming home takes beyond what the pools give back.
+        let compressed: u64 = st
+            .tiers
+            .iter()
+            .filter(|t| t.node.is_none())
+            .map(|t| t.pages)
+            .sum();
+        let pools: u64 = st.tiers.iter().map(|t| t.pool.pool_bytes).sum();
+        let need = (compressed * PAGE as u64).saturating_sub(pools);
+        let room = memory_headroom();
+        if need > 0 && need.saturating_add(HOME_MARGIN_BYTES) > room {
+            // Drain-only: the pages stay where they are and come home as they are touched
+            // (the fault threads go on); a fault a dying fault thread had read and not
+            // served is woken to come again.
+            DRAINING.store(true, Ordering::SeqCst);
+            let hwm = st.hwm as usize;
+            drop(st);
+            self.uffd.wake(self.arena, hwm * PAGE);
+            report_fatal(&format!(
+                "tiering stopped: {reason}; not enough memory to bring {} MiB home ({} MiB \
+                 available): nothing is evicted any more, {compressed} compressed pages come \
+                 home as the program touches them; the program continues",
+                need >> 20,
+                room >> 20
+            ));
+            return;
+        }
+        drop(st);
+        self.bring_home(reason);
+    }
+
+    /// Bring every page home and unregister every range (see the module's comment).
+    fn bring_home(&self, reason: &str) {
+        let mut st = lock(self);
+        st.frozen = true;
         let hwm = st.hwm as usize;
         let tiered: u64 = st
             .tiers

@@ -753,9 +753,12 @@ fn spawn_internal(
         // exactly once.
         let s = unsafe { Box::from_raw(arg as *mut Start) };
         // A panic of tiermem's own ends its tiering, not the program (runtime/degrade.rs).
+        // A fault thread runs again while tiering drains (the pools still need serving).
         let (rt, f) = (s.rt, s.f);
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f(rt))).is_err() {
-            degrade::thread_panicked(s.rt, &s.name.to_string_lossy());
+        while std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f(rt))).is_err() {
+            if !degrade::thread_panicked(s.rt, &s.name.to_string_lossy()) {
+                break;
+            }
         }
         std::ptr::null_mut()
     }
