@@ -7,7 +7,7 @@ use crate::config::{AntagonistConfig, SimConfig};
 use crate::latency::Curve;
 use crate::machine::{CoreModel, Demand, Equilibrium, Machine, TenantsEquilibrium, TierModel};
 use crate::tracker::{EpochContext, SimTracker};
-use crate::workload::{Access, OpShape, Workload};
+use crate::workload::{Access, MapEvent, OpShape, Workload};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
@@ -167,6 +167,8 @@ impl Accum {
 /// One tenant's workload on its own cores, over its span of the page space.
 struct TenantLoad {
     workload: Box<dyn Workload>,
+    /// The workload allocates and frees pages as it runs (`Workload::maps_memory`).
+    maps: bool,
     /// Its first page (its pages are `start..start + workload.page_count()`).
     start: usize,
     cores: f64,
@@ -503,6 +505,7 @@ impl SimBackend {
                 },
             });
             loads.push(TenantLoad {
+                maps: workload.maps_memory(),
                 shape: workload.op_shape(),
                 exact: workload.probabilities().is_some(),
                 workload,
@@ -888,6 +891,74 @@ impl SimBackend {
     /// faults and the migration traffic of the next quantum.
     fn relocate(&mut self, p: usize, to: TierId, tenant: usize, w: Option<f64>) {
         let from = self.placement[p];
+        self.remap(p, to, tenant, w);
+        self.pending_mig_read[from.index()] += self.page_bytes as f64;
+        self.pending_mig_write[to.index()] += self.page_bytes as f64;
+        if self.any_compressed {
+            if self.is_compressed(from) {
+                let f = self.lz4_fraction(p);
+                let pool = self.pools[from.index()].as_mut().expect("a pool");
+                pool.remove(pool.compressed_bytes(f));
+                self.due_of.remove(&(p as PageIdx));
+                if self.stuck.remove(&(p as PageIdx)) {
+                    self.loads[tenant].stuck_mass[from.index()] -= w.unwrap_or(0.0);
+                }
+            }
+            if self.is_compressed(to) {
+                self.schedule_fault(p);
+            }
+        }
+    }
+
+    /// The allocations and releases tenant `t`'s program has made since its last access
+    /// (`MapEvent`). A release returns its pages' frames: a page in the fastest tier is
+    /// parked in the slowest memory tier with room (not mapped, it takes no fast frame and
+    /// is not accessed until allocated again). An allocation maps its pages at first touch
+    /// (Linux's default local policy): each page moves to the fastest tier when it has a
+    /// free frame, else stays in the tier it is parked in. Neither copies data nor counts
+    /// as migration (no traffic, no shootdown); policies see the pages moved in the
+    /// placement log. Pages in compressed tiers are left as they are.
+    fn apply_map_events(&mut self, t: usize) {
+        while let Some(e) = self.loads[t].workload.take_map_event() {
+            let start = self.loads[t].start;
+            let (range, alloc) = match e {
+                MapEvent::Alloc(r) => (r, true),
+                MapEvent::Free(r) => (r, false),
+            };
+            let fast = TierId::DEFAULT;
+            for page in range {
+                let p = start + page as usize;
+                let from = self.placement[p];
+                if self.is_compressed(from) {
+                    continue;
+                }
+                let to = if alloc {
+                    if from == fast || self.used_pages[0] >= self.capacity_pages[0] {
+                        continue;
+                    }
+                    fast
+                } else {
+                    if from != fast {
+                        continue;
+                    }
+                    match (1..self.specs.len()).rev().find(|&i| {
+                        !self.is_compressed(TierId(i as u8))
+                            && self.used_pages[i] < self.capacity_pages[i]
+                    }) {
+                        Some(i) => TierId(i as u8),
+                        None => continue,
+                    }
+                };
+                let w = self.loads[t].prob(p);
+                self.remap(p, to, t, w);
+            }
+        }
+    }
+
+    /// Page `p` gets a frame in `to` without a copy (a map event): every count in step as
+    /// `relocate` keeps them, but no migration traffic.
+    fn remap(&mut self, p: usize, to: TierId, tenant: usize, w: Option<f64>) {
+        let from = self.placement[p];
         self.placement[p] = to;
         if self.moved_log_whole {
             if self.moved_log.len() < self.moved_log_cap {
@@ -905,22 +976,6 @@ impl SimBackend {
             let mass = &mut self.loads[tenant].mass;
             mass[from.index()] -= w;
             mass[to.index()] += w;
-        }
-        self.pending_mig_read[from.index()] += self.page_bytes as f64;
-        self.pending_mig_write[to.index()] += self.page_bytes as f64;
-        if self.any_compressed {
-            if self.is_compressed(from) {
-                let f = self.lz4_fraction(p);
-                let pool = self.pools[from.index()].as_mut().expect("a pool");
-                pool.remove(pool.compressed_bytes(f));
-                self.due_of.remove(&(p as PageIdx));
-                if self.stuck.remove(&(p as PageIdx)) {
-                    self.loads[tenant].stuck_mass[from.index()] -= w.unwrap_or(0.0);
-                }
-            }
-            if self.is_compressed(to) {
-                self.schedule_fault(p);
-            }
         }
     }
 
@@ -1382,6 +1437,9 @@ impl SimBackend {
                 continue;
             }
             for i in 0..n {
+                if self.loads[t].maps {
+                    self.apply_map_events(t);
+                }
                 let l = &mut self.loads[t];
                 if l.workload.finished() {
                     break;

@@ -65,6 +65,7 @@
 //! fields changed: phases are built from the same seed).
 
 use super::gups::{Gups, GupsSpec};
+use super::kernels::{ArraySpec, KernelSpec, Kernels, KernelsSpec};
 use super::kv::{KeyDist, Kv, KvSpec, Mix};
 use super::pagerank::{Pagerank, PagerankSpec};
 use super::phased::Phased;
@@ -90,6 +91,7 @@ pub enum WorkloadConfig {
     Trace(TraceConfig),
     Regions(RegionsConfig),
     Pagerank(PagerankConfig),
+    Kernels(KernelsConfig),
 }
 
 /// One entry of a phase schedule: from `at_s` on, these fields differ from the base.
@@ -202,6 +204,155 @@ pub struct StreamConfig {
 
 fn default_busy_share() -> f64 {
     1.0
+}
+
+/// A program's arrays and the kernels of its time step (`kernels.rs`; ICS'18's STREAM and
+/// LULESH in `experiments/ics18/workloads.toml`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelsConfig {
+    /// The program, for reports.
+    #[serde(default = "default_kernels_label")]
+    pub label: String,
+    /// OpenMP threads: each kernel's range is split into this many contiguous chunks.
+    #[serde(default = "default_threads")]
+    pub threads: u32,
+    /// Problem sizes by name (LULESH's elements, nodes): counts, multiplied by `scale`.
+    pub units: std::collections::BTreeMap<String, f64>,
+    pub arrays: Vec<KernelArrayConfig>,
+    /// One time step, in program order.
+    pub kernels: Vec<KernelConfig>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseConfig>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelArrayConfig {
+    pub name: String,
+    /// The `units` entry its length counts.
+    pub unit: String,
+    /// Items per unit (LULESH's 8 corners per element).
+    #[serde(default = "default_per_unit")]
+    pub per_unit: f64,
+    /// Bytes of one item.
+    pub bytes: u64,
+    /// Allocated and freed within a time step (`alloc`/`free` of the kernels).
+    #[serde(default)]
+    pub temporary: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelConfig {
+    pub name: String,
+    #[serde(default)]
+    pub reads: Vec<String>,
+    #[serde(default)]
+    pub writes: Vec<String>,
+    /// Temporaries allocated before it.
+    #[serde(default)]
+    pub alloc: Vec<String>,
+    /// Temporaries freed after it.
+    #[serde(default)]
+    pub free: Vec<String>,
+}
+
+fn default_kernels_label() -> String {
+    "program".into()
+}
+fn default_threads() -> u32 {
+    1
+}
+fn default_per_unit() -> f64 {
+    1.0
+}
+
+impl KernelsConfig {
+    /// Bytes mapped at the peak of a time step (`KernelsSpec::peak_bytes`).
+    pub fn peak_bytes(&self, page_bytes: u64, scale: f64) -> Result<u64> {
+        Ok(self.spec("workload", page_bytes, scale)?.peak_bytes())
+    }
+
+    fn spec(&self, p: &str, page_bytes: u64, scale: f64) -> Result<KernelsSpec> {
+        let mut arrays = Vec::with_capacity(self.arrays.len());
+        for (i, a) in self.arrays.iter().enumerate() {
+            let at = format!("{p}.arrays[{i}]");
+            let count = self.units.get(&a.unit).ok_or_else(|| {
+                invalid(&join(&at, "unit"), format!("`{}` is not one of `units` ({})", a.unit, self.units.keys().cloned().collect::<Vec<_>>().join(", ")))
+            })?;
+            let items = (count * scale).round().max(1.0) * a.per_unit;
+            arrays.push(ArraySpec {
+                name: a.name.clone(),
+                bytes: (items * a.bytes as f64).round().max(1.0) as u64,
+                temporary: a.temporary,
+            });
+        }
+        let index = |at: &str, names: &[String]| -> Result<Vec<usize>> {
+            names
+                .iter()
+                .map(|n| {
+                    self.arrays.iter().position(|a| &a.name == n).ok_or_else(|| {
+                        invalid(at, format!("`{n}` is not one of `arrays`"))
+                    })
+                })
+                .collect()
+        };
+        let mut kernels = Vec::with_capacity(self.kernels.len());
+        for (i, k) in self.kernels.iter().enumerate() {
+            let at = format!("{p}.kernels[{i}]");
+            let spec = KernelSpec {
+                name: k.name.clone(),
+                reads: index(&join(&at, "reads"), &k.reads)?,
+                writes: index(&join(&at, "writes"), &k.writes)?,
+                alloc: index(&join(&at, "alloc"), &k.alloc)?,
+                free: index(&join(&at, "free"), &k.free)?,
+            };
+            if spec.reads.is_empty() && spec.writes.is_empty() {
+                return Err(invalid(&at, "reads and writes nothing; a kernel sweeps at least one array"));
+            }
+            for &a in spec.alloc.iter().chain(&spec.free) {
+                if !arrays[a].temporary {
+                    return Err(invalid(&at, format!("allocates or frees `{}`, which is not `temporary`", arrays[a].name)));
+                }
+            }
+            kernels.push(spec);
+        }
+        let spec = KernelsSpec {
+            label: self.label.clone(),
+            arrays,
+            kernels,
+            threads: self.threads,
+            page_bytes,
+        };
+        let pages = spec.pages();
+        if pages > MAX_SIM_PAGES {
+            return Err(invalid(&join(p, "units"), format!("the arrays take {pages} pages of {page_bytes} bytes, more than the simulator handles (2^28); use smaller units, a smaller scale or a larger machine.page_size")));
+        }
+        Ok(spec)
+    }
+}
+
+impl Validate for KernelsConfig {
+    fn validate(&self, p: &str) -> Result<()> {
+        if self.threads == 0 {
+            return Err(invalid(&join(p, "threads"), "must be ≥ 1"));
+        }
+        if self.kernels.is_empty() {
+            return Err(invalid(&join(p, "kernels"), "is empty; give the kernels of one time step"));
+        }
+        for (u, c) in &self.units {
+            check_range(&join(&join(p, "units"), u), *c, 1.0, 1e15)?;
+        }
+        for (i, a) in self.arrays.iter().enumerate() {
+            check_range(&format!("{p}.arrays[{i}].per_unit"), a.per_unit, 1e-9, 1e9)?;
+            if a.bytes == 0 {
+                return Err(invalid(&format!("{p}.arrays[{i}].bytes"), "must be ≥ 1"));
+            }
+        }
+        // Names resolve and alloc/free name temporaries.
+        self.spec(p, 4096, 1.0).map(|_| ())
+    }
 }
 
 /// Ligra's PageRank over a directed rMat graph (`pagerank.rs`: Ligra's arrays, the dense
@@ -384,7 +535,7 @@ impl WorkloadConfig {
     /// Decode a `[workload]` table; errors name the failing field relative to it.
     pub fn from_value(v: toml::Value) -> std::result::Result<WorkloadConfig, String> {
         const KINDS: &str =
-            "use kind = \"gups\", \"kv\", \"stream\", \"random\", \"regions\", \"pagerank\" or \"trace\"";
+            "use kind = \"gups\", \"kv\", \"stream\", \"random\", \"regions\", \"pagerank\", \"kernels\" or \"trace\"";
         let mut t = match v {
             toml::Value::Table(t) => t,
             other => {
@@ -412,6 +563,7 @@ impl WorkloadConfig {
             "trace" => WorkloadConfig::Trace(decode_table(t)?),
             "regions" => WorkloadConfig::Regions(decode_table(t)?),
             "pagerank" => WorkloadConfig::Pagerank(decode_table(t)?),
+            "kernels" => WorkloadConfig::Kernels(decode_table(t)?),
             other => return Err(format!("`kind`: unknown workload kind `{other}`; {KINDS}")),
         })
     }
@@ -425,6 +577,7 @@ impl WorkloadConfig {
             WorkloadConfig::Trace(_) => "trace",
             WorkloadConfig::Regions(_) => "regions",
             WorkloadConfig::Pagerank(_) => "pagerank",
+            WorkloadConfig::Kernels(_) => "kernels",
         }
     }
 
@@ -437,6 +590,7 @@ impl WorkloadConfig {
             WorkloadConfig::Trace(c) => &c.phases,
             WorkloadConfig::Regions(c) => &c.phases,
             WorkloadConfig::Pagerank(c) => &c.phases,
+            WorkloadConfig::Kernels(c) => &c.phases,
         }
     }
 
@@ -501,6 +655,7 @@ impl WorkloadConfig {
             }
             WorkloadConfig::Regions(c) => c.validate(p),
             WorkloadConfig::Pagerank(c) => c.validate(p),
+            WorkloadConfig::Kernels(c) => c.validate(p),
             WorkloadConfig::Trace(c) => {
                 if c.path.trim().is_empty() {
                     return Err(invalid(
@@ -761,6 +916,7 @@ fn one_footprint(
         }
         WorkloadConfig::Kv(c) => kv_pages(c, p, page_bytes, scale)?,
         WorkloadConfig::Pagerank(c) => c.spec(p, page_bytes, scale)?.pages(),
+        WorkloadConfig::Kernels(c) => c.spec(p, page_bytes, scale)?.pages(),
         WorkloadConfig::Regions(c) => {
             object_bytes(&join(p, "object_size"), &c.object_size, page_bytes)?;
             let ws = c.working_set.bytes(&join(p, "working_set"))?;
@@ -942,6 +1098,7 @@ fn build_one(
             }))
         }
         WorkloadConfig::Pagerank(c) => Box::new(Pagerank::new(c.spec(p, page_bytes, scale)?)),
+        WorkloadConfig::Kernels(c) => Box::new(Kernels::new(c.spec(p, page_bytes, scale)?)),
         WorkloadConfig::Trace(c) => {
             if (scale - 1.0).abs() > 1e-12 {
                 return Err(invalid("scale", format!("{scale}: a trace is a real address stream and cannot be scaled; set scale = 1 (or drop it) when {p}.kind = \"trace\"")));

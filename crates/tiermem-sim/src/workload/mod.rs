@@ -10,7 +10,9 @@
 //! `gups` ([`gups`], Colloid §2.1), `kv` ([`kv`], YCSB A–F with Zipf/Gaussian keys),
 //! `stream` ([`stream`]), `random` ([`random`], XSBench-like), `regions` ([`regions`],
 //! dense chunks at random places, redrawn and alternating by operation count: ICS'18's
-//! graph500, CG, ...), `pagerank` ([`pagerank`], Ligra's PageRank on an rMat graph), `trace` ([`trace`], valgrind lackey or tiermem binary traces); any
+//! graph500, CG, ...), `pagerank` ([`pagerank`], Ligra's PageRank on an rMat graph), `kernels` ([`kernels`], a
+//! program's loop nests over its arrays, with per-step allocations: ICS'18's STREAM and
+//! LULESH), `trace` ([`trace`], valgrind lackey or tiermem binary traces); any
 //! kind takes a `phases` schedule.
 //! Built in code only: [`weighted`] (a given distribution over groups of pages; Memstrata's
 //! VMs under TPP).
@@ -21,6 +23,7 @@ use tiermem_core::PageIdx;
 
 pub mod config;
 pub mod gups;
+pub mod kernels;
 pub mod kv;
 pub mod pagerank;
 mod phased;
@@ -46,6 +49,16 @@ pub struct OpShape {
 pub struct Access {
     pub page: PageIdx,
     pub write: bool,
+}
+
+/// The program maps or unmaps some of its pages (`malloc`/`free` of an array large enough
+/// to be its own mapping): an allocation's pages get frames at first touch, in the
+/// fastest tier with room; a release returns their frames (the machine's side:
+/// `backend`'s map events). Ranges are in the workload's page space.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MapEvent {
+    Alloc(std::ops::Range<PageIdx>),
+    Free(std::ops::Range<PageIdx>),
 }
 
 /// Contract: deterministic given the rng; `probabilities()`, when `Some`, sums to 1 and is
@@ -97,6 +110,16 @@ pub trait Workload: Send {
     /// `next()`, so a sweep takes the same virtual time as unsampled); stationary and trace
     /// workloads ignore it.
     fn set_accesses_per_sample(&mut self, _k: f64) {}
+    /// Whether the workload allocates and frees memory as it runs ([`MapEvent`]s): the
+    /// machine then asks for them after every access ([`Workload::take_map_event`]).
+    fn maps_memory(&self) -> bool {
+        false
+    }
+    /// The next allocation or release the program has made since the last access (before
+    /// the next one), if any.
+    fn take_map_event(&mut self) -> Option<MapEvent> {
+        None
+    }
     /// Pages the last `next()` covered, its own page first and the following ones (wrapping
     /// at the end of the page space): more than 1 when an ordered stream advances past
     /// several pages in one sampled access. Access-bit trackers set every one of them.

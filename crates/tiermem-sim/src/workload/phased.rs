@@ -2,7 +2,7 @@
 //! start time. The page space is the largest phase's; a smaller phase leaves the pages
 //! above its own count untouched (probability 0).
 
-use super::{Access, OpShape, Workload};
+use super::{Access, MapEvent, OpShape, Workload};
 use rand::rngs::SmallRng;
 use tiermem_core::PageIdx;
 
@@ -104,6 +104,12 @@ impl Workload for Phased {
     }
     fn span_pages(&self) -> u32 {
         self.parts[self.cur].1.span_pages()
+    }
+    fn maps_memory(&self) -> bool {
+        self.parts.iter().any(|(_, w)| w.maps_memory())
+    }
+    fn take_map_event(&mut self) -> Option<MapEvent> {
+        self.parts[self.cur].1.take_map_event()
     }
     fn set_accesses_per_sample(&mut self, k: f64) {
         for (_, w) in &mut self.parts {
