@@ -26,19 +26,22 @@ pub enum Kind {
     /// Stopping tiering finds no memory to bring the pages home (as if MemAvailable were
     /// 0): it drains instead (runtime/degrade.rs). N counts stops (one per process).
     LowMemory = 4,
+    /// The N-th wakeup of a fault thread's poll finds the userfaultfd failed (as POLLERR).
+    UffdError = 5,
 }
 
-const KINDS: [(&str, Kind); 5] = [
+const KINDS: [(&str, Kind); 6] = [
     ("manager-panic", Kind::ManagerPanic),
     ("fault-thread-panic", Kind::FaultThreadPanic),
     ("pool-enomem", Kind::PoolEnomem),
     ("codec-corrupt", Kind::CodecCorrupt),
     ("low-memory", Kind::LowMemory),
+    ("uffd-error", Kind::UffdError),
 ];
 
 /// Per kind: the occurrence that fires (0: off), and the occurrences so far.
-static AT: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
-static SEEN: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+static AT: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+static SEEN: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
 
 /// Parse the variable's value into (kind, N) pairs; an unknown kind or a bad N is an error
 /// naming the kinds there are.

@@ -122,6 +122,21 @@ fn an_unknown_kind_leaves_the_program_untiered_with_a_line_naming_the_kinds() {
 }
 
 #[test]
+fn a_failed_userfaultfd_brings_every_page_home() {
+    let (line, s) = degraded_run("uffd-error:200");
+    assert!(
+        line.contains("the userfaultfd failed: injected uffd-error"),
+        "{line}"
+    );
+    assert!(brought_home(&line) > 0, "{line}");
+    assert_eq!(
+        tiers_total(&s, "pages"),
+        0,
+        "nothing left in a tier at the end"
+    );
+}
+
+#[test]
 fn without_memory_to_bring_pages_home_a_manager_panic_drains_instead() {
     // `low-memory`: the stop sees no memory available, so nothing is brought home at once;
     // the pages come home as the program touches them (its next round reads them all).
@@ -138,7 +153,11 @@ fn without_memory_to_bring_pages_home_a_dead_fault_thread_serves_again() {
     let (line, s) = degraded_run("fault-thread-panic:500,low-memory");
     assert!(line.contains("tiermem-fault panicked"), "{line}");
     assert!(line.contains("not enough memory to bring"), "{line}");
-    assert!(tier_faults(&s) > 500, "served after the panic: {} tier faults", tier_faults(&s));
+    assert!(
+        tier_faults(&s) > 500,
+        "served after the panic: {} tier faults",
+        tier_faults(&s)
+    );
 }
 
 #[test]

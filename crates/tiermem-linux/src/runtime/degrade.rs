@@ -69,6 +69,16 @@ pub fn thread_panicked(rt: &Runtime, name: &str) -> bool {
     fault_thread && DRAINING.load(Ordering::SeqCst)
 }
 
+/// What is wrong with the userfaultfd, if its poll says it failed (POLLERR, POLLHUP,
+/// POLLNVAL: none of which a working one answers), or a failure is injected there.
+pub fn uffd_broken(revents: i16) -> Option<String> {
+    if crate::inject::fire(crate::inject::Kind::UffdError) {
+        return Some(format!("injected uffd-error ({})", crate::inject::VAR));
+    }
+    let bad = revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL);
+    (bad != 0).then(|| format!("poll answered {bad:#x}"))
+}
+
 /// Bytes this process may still take: MemAvailable, and below the memory.max of its own
 /// cgroup (v2) if it has one.
 fn memory_headroom() -> u64 {
@@ -147,10 +157,20 @@ impl Runtime {
         self.bring_home(reason);
     }
 
+    /// The userfaultfd failed (seen by a fault thread, which then ends): no fault can be
+    /// served through it, so draining is no choice; every page comes home at once (as far
+    /// as the userfaultfd still installs them), also when tiering was already draining.
+    pub fn uffd_failed(&self, why: &str) {
+        if !DEGRADED.swap(true, Ordering::SeqCst) || DRAINING.swap(false, Ordering::SeqCst) {
+            self.bring_home(&format!("the userfaultfd failed: {why}"));
+        }
+    }
+
     /// Bring every page home and unregister every range (see the module's comment).
     fn bring_home(&self, reason: &str) {
         let mut st = lock(self);
         st.frozen = true;
+        self.can_make_room.store(false, Ordering::Relaxed);
         let hwm = st.hwm as usize;
         let tiered: u64 = st
             .tiers

@@ -64,6 +64,10 @@ impl Runtime {
             if r <= 0 {
                 continue;
             }
+            if let Some(why) = super::degrade::uffd_broken(pfd.revents) {
+                self.uffd_failed(&why);
+                return;
+            }
             // Serve, then keep reading without sleeping for a short while: faults come in
             // bursts, and a handler that is already awake answers the next one sooner. A
             // fault within SPIN_NS of the previous one (caught spinning, or just missed)
