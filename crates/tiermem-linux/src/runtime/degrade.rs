@@ -4,6 +4,9 @@
 //! installed with UFFDIO_COPY, which also wakes a thread waiting on it), unregisters every
 //! range (the kernel wakes whoever still waits on a fault there; from then on it serves
 //! them itself), and says so in one line. New memory is left to the kernel from then on.
+//! Where the pages do not fit back in memory it drains instead (nothing evicted, tier
+//! faults still served); a failed userfaultfd always brings them home; a page that does not
+//! decompress ends the program with SIGBUS (`page_lost`).
 //! docs/runtime.md "When tiermem itself fails".
 
 use super::page::{Page, PageState};
