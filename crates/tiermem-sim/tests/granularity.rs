@@ -654,3 +654,80 @@ fn the_projection_splits_a_run_measured_at_dram_speed() {
         r.time_s
     );
 }
+
+/// STREAM and LULESH are their programs' arrays at Table 2's footprints: STREAM's three
+/// arrays make 1080 MiB; LULESH -s 93's peak (persistent arrays and the temporaries live
+/// in CalcVolumeForceForElems) is within 1 % of 696 MiB, and its temporaries are allocated
+/// and freed every step.
+#[test]
+fn stream_and_lulesh_have_table_2_footprints() {
+    use tiermem_sim::workload::{build, MapEvent, WorkloadConfig};
+    let apps = ics18::apps().unwrap();
+    let app = |n: &str| apps.iter().find(|a| a.name == n).unwrap().clone();
+    for (name, mib, tol) in [("str", 1080.0, 1e-6), ("lul", 696.0, 0.01)] {
+        let a = app(name);
+        let c = cfg(&[("workload", a.workload.clone())]);
+        let Some(WorkloadConfig::Kernels(k)) = &c.workload else {
+            panic!("{name} is not a kernels workload")
+        };
+        let peak = k.peak_bytes(4096, 1.0).unwrap() as f64 / (1u64 << 20) as f64;
+        assert!((peak / mib - 1.0).abs() <= tol, "{name}: peak {peak} MiB");
+    }
+    // A LULESH step allocates and frees (temporaries start released).
+    let c = cfg(&[("workload", app("lul").workload)]);
+    let mut w = build(c.workload.as_ref().unwrap(), 4096, 1.0, 1).unwrap();
+    w.set_accesses_per_sample(64.0);
+    let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(1);
+    let (mut allocs, mut frees) = (0, 0);
+    for _ in 0..3_000_000 {
+        w.next(&mut rng);
+        while let Some(e) = w.take_map_event() {
+            match e {
+                MapEvent::Alloc(_) => allocs += 1,
+                MapEvent::Free(_) => frees += 1,
+            }
+        }
+    }
+    assert!(allocs >= 9 && frees >= 8 + 9, "{allocs} allocations, {frees} frees");
+}
+
+/// The machine's side of a release and an allocation: freed pages give their fast frames
+/// back (the fast tier's use drops by their count), and an allocation takes free fast
+/// frames at first touch, without migration traffic or operations.
+#[test]
+fn freed_pages_return_their_frames_and_allocations_take_them_at_first_touch() {
+    // A 4 MiB persistent array swept, then a 2 MiB temporary written between an
+    // allocation and a free; the fast tier (5 MiB) holds the array and one MiB more.
+    let wl = v(concat!(
+        r#"{kind = "kernels", units = {n = 1}, arrays = ["#,
+        r#"{name = "a", unit = "n", bytes = 4194304}, "#,
+        r#"{name = "t", unit = "n", bytes = 2097152, temporary = true}], "#,
+        r#"kernels = [{name = "sweep", reads = ["a"]}, "#,
+        r#"{name = "temp", writes = ["t"], alloc = ["t"], free = ["t"]}]}"#
+    ));
+    let c = cfg(&[
+        ("machine.tiers[0].capacity", toml::Value::String("5MiB".into())),
+        ("workload", wl),
+        ("policy", v(r#"{policy = "static"}"#)),
+    ]);
+    let mut b = SimBackend::new(&c).unwrap();
+    // First touch placed the 1 536 pages in order: 1 280 fast.
+    assert_eq!(b.used_pages()[0], 1280);
+    b.advance(50_000).unwrap();
+    let fast_array = b.placement()[..1024]
+        .iter()
+        .filter(|&&t| t == TierId::DEFAULT)
+        .count();
+    assert_eq!(fast_array, 1024);
+    // The temporary's 256 fast pages went back at the start; each allocation takes them
+    // (and no more: the fast tier then is full), each free returns them.
+    let temp_fast = b.placement()[1024..]
+        .iter()
+        .filter(|&&t| t == TierId::DEFAULT)
+        .count();
+    let used = b.used_pages()[0];
+    assert!(used == 1024 || used == 1280, "fast pages in use: {used}");
+    assert_eq!(used as usize - 1024, temp_fast);
+    let out = runner::run(&c).unwrap();
+    assert_eq!(out.counters.applied.ops_applied, 0, "a map event is no migration");
+}
