@@ -37,6 +37,11 @@ pub struct RunArgs {
     /// (chosen from the program's spatial locality). Overrides the config file.
     #[arg(long, value_name = "UNIT")]
     pub fault_around: Option<String>,
+    /// Who serves tier faults: per-cpu (a fault thread pinned to each allowed CPU, up to 8:
+    /// no cross-CPU wakeup per fault; the default) or one (a single polling thread).
+    /// Overrides the config file.
+    #[arg(long, value_name = "per-cpu|one")]
+    pub fault_threads: Option<tiermem_linux::config::FaultThreads>,
     /// Also print the runtime's lines (thrashing advice, warnings) on stderr, for the
     /// program started (not its children). Without it they go to RUN_DIR/log and `tiermem
     /// stat` only; lines saying the program's data is at stake always go to stderr too.
@@ -139,12 +144,20 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
             .map_err(|e| Error::usage(format!("--fault-around: {e}")))?;
         cfg.fault_around = f.clone();
     }
+    if let Some(t) = a.fault_threads {
+        cfg.fault_threads = t;
+    }
     cfg.validate("runtime")?;
     // The nodes named exist, have memory and are each used once (sysfs; before any page moves).
     cfg.check_nodes("runtime")?;
     // A policy the runtime cannot serve is refused now, in one line, not by a manager
     // thread that would leave the program untiered.
     tiermem_linux::backend::check_policy(&cfg)?;
+    // A test's fault injection (docs/runtime.md "When tiermem itself fails") that names no
+    // kind is refused now, before the program starts.
+    if let Ok(spec) = std::env::var(tiermem_linux::inject::VAR) {
+        tiermem_linux::inject::parse(&spec).map_err(Error::usage)?;
+    }
     Ok(cfg)
 }
 
@@ -735,6 +748,7 @@ mod tests {
             allocator: None,
             policy: None,
             fault_around: None,
+            fault_threads: None,
             verbose: false,
             metrics: Default::default(),
             program: vec!["true".into()],

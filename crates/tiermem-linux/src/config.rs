@@ -182,6 +182,33 @@ pub struct RuntimeConfig {
     /// thread per memory node: src/probe.rs, docs/running-on-cxl.md).
     #[serde(default = "default_telemetry")]
     pub telemetry: String,
+    /// Who serves tier faults: "per-cpu" (a fault thread pinned to each CPU the program may
+    /// run on, up to 8: a fault is served on the faulting thread's CPU, with no cross-CPU
+    /// wakeup) or "one" (a single unpinned thread that polls briefly between faults).
+    /// Default "per-cpu" (one thread where only one CPU or more than 8 are allowed);
+    /// docs/runtime.md "Where a tier fault's time goes".
+    #[serde(default)]
+    pub fault_threads: FaultThreads,
+}
+
+/// `[runtime] fault_threads` (`tiermem run --fault-threads`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultThreads {
+    #[default]
+    PerCpu,
+    One,
+}
+
+impl std::str::FromStr for FaultThreads {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "per-cpu" => Ok(FaultThreads::PerCpu),
+            "one" => Ok(FaultThreads::One),
+            _ => Err(format!("unknown fault_threads {s:?}: use \"per-cpu\" or \"one\"")),
+        }
+    }
 }
 fn default_telemetry() -> String {
     "faults".into()
@@ -229,6 +256,7 @@ impl Default for RuntimeConfig {
             arena: default_arena(),
             run_dir: default_run_dir(),
             stats_mode: default_stats_mode(),
+            fault_threads: FaultThreads::default(),
             policy: None,
             colloid: None,
             telemetry: default_telemetry(),

@@ -143,6 +143,32 @@ pub fn gettid() -> i32 {
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 
+/// The CPUs this thread may run on (sched_getaffinity), in order; empty if unknown.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: `set` is a zeroed local cpu_set_t of the size passed.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Pin the calling thread to CPU `cpu`; false if the kernel refused (the CPU left the
+/// allowed set meanwhile): the thread then stays where it may run.
+pub fn pin_to_cpu(cpu: usize) -> bool {
+    // SAFETY: `set` is a zeroed local cpu_set_t of the size passed; `cpu` < CPU_SETSIZE
+    // (it came from `allowed_cpus`).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
 /// CPU time (ns) a thread of this process has used, from /proc/self/task/TID/schedstat.
 pub fn thread_cpu_ns(tid: i32) -> u64 {
     std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))

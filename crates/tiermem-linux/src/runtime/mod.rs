@@ -56,7 +56,7 @@ use crate::stats::{Histogram, Stats, TierStats};
 use crate::sys::{self, PAGE};
 use crate::uffd::Uffd;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use tiermem_core::HeatEvent;
 
@@ -219,7 +219,13 @@ pub struct Runtime {
     pub probe: Option<crate::probe::Probe>,
     st: Mutex<State>,
     pub start_ns: u64,
-    pub fault_tid: AtomicI32,
+    /// The fault threads' thread ids (for their CPU time), `fault_threads` of them.
+    pub fault_tids: [AtomicI32; fault::FAULT_THREADS_MAX],
+    /// The CPUs the fault threads are pinned to, one each (`fault::fault_cpus`); empty:
+    /// one unpinned fault thread.
+    fault_cpus: Vec<usize>,
+    /// Fault threads started so far (each takes the next CPU of `fault_cpus`).
+    fault_threads: AtomicUsize,
     pub manager_tid: AtomicI32,
     pub stop: AtomicBool,
     pub publish: AtomicBool,
@@ -465,6 +471,7 @@ impl Runtime {
         };
         let probe = (cfg.telemetry == "probe")
             .then(|| crate::probe::Probe::new(&nodes, crate::numa::dram_node(), cfg.quantum_ns()));
+        let fault_cpus = fault::fault_cpus(cfg.fault_threads);
         let rt: &'static Runtime = Box::leak(Box::new(Runtime {
             min_region: cfg.min_region_bytes() as usize,
             cfg,
@@ -478,7 +485,9 @@ impl Runtime {
             probe,
             st: Mutex::new(st),
             start_ns: sys::now_ns(),
-            fault_tid: AtomicI32::new(0),
+            fault_tids: Default::default(),
+            fault_cpus,
+            fault_threads: AtomicUsize::new(0),
             manager_tid: AtomicI32::new(0),
             stop: AtomicBool::new(false),
             publish: AtomicBool::new(true),
@@ -501,10 +510,14 @@ impl Runtime {
                 Some(fork::atfork_child),
             )
         };
-        spawn_internal(rt, c"tiermem-fault", 256 << 10, |rt| {
-            rt.fault_tid.store(sys::gettid(), Ordering::Relaxed);
-            rt.fault_loop();
-        })?;
+        for _ in 0..rt.fault_cpus.len().max(1) {
+            spawn_internal(rt, c"tiermem-fault", 256 << 10, |rt| {
+                let k = rt.fault_threads.fetch_add(1, Ordering::Relaxed);
+                rt.fault_tids[k].store(sys::gettid(), Ordering::Relaxed);
+                let pinned = rt.fault_cpus.get(k).is_some_and(|&cpu| sys::pin_to_cpu(cpu));
+                rt.fault_loop(pinned);
+            })?;
+        }
         if rt.probe.is_some() {
             spawn_internal(rt, c"tiermem-probe", 256 << 10, |rt| {
                 if let Some(p) = &rt.probe {
@@ -555,12 +568,12 @@ impl Runtime {
         let log_file = log::path().unwrap_or_default();
         let st = lock(self);
         let pools: u64 = st.tiers.iter().map(|t| t.pool.pool_bytes).sum();
-        let ft = self.fault_tid.load(Ordering::Relaxed);
         let mt = self.manager_tid.load(Ordering::Relaxed);
-        let (cf, cm) = (
-            sys::thread_cpu_ns(ft) as f64 / 1e9,
-            sys::thread_cpu_ns(mt) as f64 / 1e9,
-        );
+        let fault_ns: u64 = self.fault_tids[..self.fault_threads.load(Ordering::Relaxed)]
+            .iter()
+            .map(|t| sys::thread_cpu_ns(t.load(Ordering::Relaxed)))
+            .sum();
+        let (cf, cm) = (fault_ns as f64 / 1e9, sys::thread_cpu_ns(mt) as f64 / 1e9);
         Stats {
             pid: std::process::id(),
             uptime_s: (sys::now_ns() - self.start_ns) as f64 / 1e9,
