@@ -107,17 +107,18 @@ fn a_pool_that_cannot_grow_stops_tiering_and_keeps_every_byte() {
 }
 
 #[test]
-fn an_unknown_kind_leaves_the_program_untiered_with_a_line_naming_the_kinds() {
+fn an_unknown_kind_is_refused_before_the_program_starts_naming_the_kinds() {
     let bin = c_bin("pattern");
     let (mut cmd, stats) = tiered("8M", &[bin.to_str().unwrap(), "8", "1"]);
     cmd.env("TIERMEM_FAULT_INJECT", "manager-panik:1");
     let out = run(cmd, None, 60, "unknown kind");
-    assert_eq!(ok(&out, "unknown kind"), "ok\n");
-    let log = log_in(&run_dir_of(&stats));
     let _ = std::fs::remove_dir_all(run_dir_of(&stats));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "the program did not start");
     assert!(
-        log.contains("unknown kind \"manager-panik\"") && log.contains("fault-thread-panic"),
-        "log:\n{log}"
+        stderr.contains("unknown kind \"manager-panik\"") && stderr.contains("fault-thread-panic"),
+        "{stderr}"
     );
 }
 
