@@ -37,6 +37,11 @@ pub struct RunArgs {
     /// (chosen from the program's spatial locality). Overrides the config file.
     #[arg(long, value_name = "UNIT")]
     pub fault_around: Option<String>,
+    /// Who serves tier faults: per-cpu (a fault thread pinned to each allowed CPU, up to 8:
+    /// no cross-CPU wakeup per fault; the default) or one (a single polling thread).
+    /// Overrides the config file.
+    #[arg(long, value_name = "per-cpu|one")]
+    pub fault_threads: Option<tiermem_linux::config::FaultThreads>,
     /// Also print the runtime's lines (thrashing advice, warnings) on stderr, for the
     /// program started (not its children). Without it they go to RUN_DIR/log and `tiermem
     /// stat` only; lines saying the program's data is at stake always go to stderr too.
@@ -138,6 +143,9 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
         tiermem_linux::runtime::fault_around::FaultAround::parse(f)
             .map_err(|e| Error::usage(format!("--fault-around: {e}")))?;
         cfg.fault_around = f.clone();
+    }
+    if let Some(t) = a.fault_threads {
+        cfg.fault_threads = t;
     }
     cfg.validate("runtime")?;
     // The nodes named exist, have memory and are each used once (sysfs; before any page moves).
@@ -740,6 +748,7 @@ mod tests {
             allocator: None,
             policy: None,
             fault_around: None,
+            fault_threads: None,
             verbose: false,
             metrics: Default::default(),
             program: vec!["true".into()],
