@@ -12,13 +12,15 @@
 #      budget. Swap, zswap and cgroup settings are restored on exit, also on failure.
 #   4. idle CPU of tiermem's threads.
 #
-# Env: QUICK=1 shortens everything; SKIP_ZSWAP=1 skips the kernel baseline; REPS=N runs of
+# Env: QUICK=1 shortens everything; FAULT_LATENCY_ONLY=1 stops after the fault-latency table; SKIP_ZSWAP=1 skips the kernel baseline; REPS=N runs of
 # the lz4/zswap fault-latency rows (default 3); BASE=DIR [BASE_LABEL=TEXT] adds "before"
 # rows from an earlier build's release dir (tiermem, tiermem-touch, libtiermem_preload.so).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=$ROOT/bench/runtime/results.md
+# FAULT_LATENCY_ONLY=1 writes its one table to its own page, not over the full results.
+[[ ${FAULT_LATENCY_ONLY:-0} == 1 ]] && OUT=$ROOT/bench/runtime/fault-latency.md
 cargo build -q --release -p tiermem-cli -p tiermem-linux --bins || exit 1
 cargo build -q --release -p tiermem-preload || exit 1   # the cdylib (--bins skips it)
 T=$ROOT/target/release/tiermem
@@ -63,18 +65,21 @@ zswap_setup() {
 MB=${QUICK:+32}; MB=${MB:-64}
 REPS=${REPS:-3}
 LAT=$WORK/lat.txt; : > "$LAT"
-# $1 = label, $2 = release dir, $3 = codec
+# $1 = label, $2 = release dir, $3 = codec, $4... = more `tiermem run` flags
 touch_tm() {
-    local st=$WORK/touch.json line
+    local st=$WORK/touch.json line label=$1 dir=$2 codec=$3
+    shift 3
     rm -f "$st"
-    line=$(TIERMEM_PRELOAD=$2/libtiermem_preload.so TIERMEM_STATS_OUT=$st "$2/tiermem" run --dram-budget 4M --codec "$3" -- "$2/tiermem-touch" --mb $MB --settle-ms 2500)
-    [[ $line == *checksum_ok=true* ]] || note "  ($1: CHECKSUM FAILED)"
-    echo "$1|$line|$(json "$st" "d['tiers'][0]['fault_p50_ns']")|$(json "$st" "d['tiers'][0]['fault_p99_ns']")|$(json "$st" "'%.2fx' % (d['tiers'][0]['stored_bytes'] / max(1, d['tiers'][0]['compressed_bytes']))")" >> "$LAT"
+    line=$(TIERMEM_PRELOAD=$dir/libtiermem_preload.so TIERMEM_STATS_OUT=$st "$dir/tiermem" run --dram-budget 4M --codec "$codec" "$@" -- "$dir/tiermem-touch" --mb $MB --settle-ms 2500)
+    [[ $line == *checksum_ok=true* ]] || note "  ($label: CHECKSUM FAILED)"
+    echo "$label|$line|$(json "$st" "d['tiers'][0]['fault_p50_ns']")|$(json "$st" "d['tiers'][0]['fault_p99_ns']")|$(json "$st" "'%.2fx' % (d['tiers'][0]['stored_bytes'] / max(1, d['tiers'][0]['compressed_bytes']))")" >> "$LAT"
 }
 HAVE_ZSWAP=0; zswap_setup && HAVE_ZSWAP=1
 for rep in $(seq $REPS); do
     [[ -n ${BASE:-} ]] && touch_tm "tiermem lz4 (before: ${BASE_LABEL:-BASE})" "$BASE" lz4
     touch_tm "tiermem lz4" "$ROOT/target/release" lz4
+    # The fault-serving design before per-CPU fault threads, in the same run.
+    touch_tm "tiermem lz4, one fault thread" "$ROOT/target/release" lz4 --fault-threads one
     if [[ $HAVE_ZSWAP == 1 ]]; then
         # vm.page-cluster: this machine's default (3) = swap readahead of up to 8 pages per
         # fault; 0 = one page per fault, like tiermem. Restored on exit.
@@ -93,7 +98,8 @@ note ""
 note "Random order; tiermem budget 4 MiB (each fault also makes room: the manager evicts"
 note "concurrently), zswap under a 4 MiB cgroup-v1 limit. lz4 and zswap rows: median over $REPS"
 note "interleaved runs (p99 range in brackets); this machine is shared and noisy. Service ="
-note "the handler's time from reading the fault message to the installed page."
+note "the handler's time from reading the fault message to the installed page (with per-CPU"
+note "fault threads it also holds the time the woken program runs before the handler finishes)."
 note ""
 note "| tier | p50 | p99 | mean | service p50 (handler) | service p99 | ratio | runs |"
 note "|---|---|---|---|---|---|---|---|"
@@ -115,6 +121,8 @@ for label, rs in rows.items():
     print("| %s | %s | %s%s | %s | %s | %s | %s | %d |" % (label, us(med(0)), us(med(1)), rng, us(med(2)), s50, s99, rs[-1][5], len(rs)))
 PY
 note ""
+# FAULT_LATENCY_ONLY=1: this table alone (a few minutes), e.g. to compare fault designs.
+[[ ${FAULT_LATENCY_ONLY:-0} == 1 ]] && exit 0
 
 # ---------------------------------------------------------------- 2. eviction throughput
 note "## Eviction throughput (lz4, zsmalloc)"
