@@ -194,7 +194,10 @@ impl Kernels {
 
     fn range_of(&self, a: usize) -> std::ops::Range<PageIdx> {
         let first = self.first_page[a];
-        let len = self.spec.arrays[a].bytes.div_ceil(self.spec.page_bytes).max(1);
+        let len = self.spec.arrays[a]
+            .bytes
+            .div_ceil(self.spec.page_bytes)
+            .max(1);
         first as PageIdx..(first + len) as PageIdx
     }
 
