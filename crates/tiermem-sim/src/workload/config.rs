@@ -279,7 +279,14 @@ impl KernelsConfig {
         for (i, a) in self.arrays.iter().enumerate() {
             let at = format!("{p}.arrays[{i}]");
             let count = self.units.get(&a.unit).ok_or_else(|| {
-                invalid(&join(&at, "unit"), format!("`{}` is not one of `units` ({})", a.unit, self.units.keys().cloned().collect::<Vec<_>>().join(", ")))
+                invalid(
+                    &join(&at, "unit"),
+                    format!(
+                        "`{}` is not one of `units` ({})",
+                        a.unit,
+                        self.units.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                )
             })?;
             let items = (count * scale).round().max(1.0) * a.per_unit;
             arrays.push(ArraySpec {
@@ -292,9 +299,10 @@ impl KernelsConfig {
             names
                 .iter()
                 .map(|n| {
-                    self.arrays.iter().position(|a| &a.name == n).ok_or_else(|| {
-                        invalid(at, format!("`{n}` is not one of `arrays`"))
-                    })
+                    self.arrays
+                        .iter()
+                        .position(|a| &a.name == n)
+                        .ok_or_else(|| invalid(at, format!("`{n}` is not one of `arrays`")))
                 })
                 .collect()
         };
@@ -309,11 +317,20 @@ impl KernelsConfig {
                 free: index(&join(&at, "free"), &k.free)?,
             };
             if spec.reads.is_empty() && spec.writes.is_empty() {
-                return Err(invalid(&at, "reads and writes nothing; a kernel sweeps at least one array"));
+                return Err(invalid(
+                    &at,
+                    "reads and writes nothing; a kernel sweeps at least one array",
+                ));
             }
             for &a in spec.alloc.iter().chain(&spec.free) {
                 if !arrays[a].temporary {
-                    return Err(invalid(&at, format!("allocates or frees `{}`, which is not `temporary`", arrays[a].name)));
+                    return Err(invalid(
+                        &at,
+                        format!(
+                            "allocates or frees `{}`, which is not `temporary`",
+                            arrays[a].name
+                        ),
+                    ));
                 }
             }
             kernels.push(spec);
@@ -339,7 +356,10 @@ impl Validate for KernelsConfig {
             return Err(invalid(&join(p, "threads"), "must be ≥ 1"));
         }
         if self.kernels.is_empty() {
-            return Err(invalid(&join(p, "kernels"), "is empty; give the kernels of one time step"));
+            return Err(invalid(
+                &join(p, "kernels"),
+                "is empty; give the kernels of one time step",
+            ));
         }
         for (u, c) in &self.units {
             check_range(&join(&join(p, "units"), u), *c, 1.0, 1e15)?;
