@@ -511,6 +511,17 @@ impl RuntimeConfig {
 mod tests {
     use super::*;
     #[test]
+    fn fault_threads_in_a_config_file() {
+        assert_eq!(file("[runtime]\n").unwrap().fault_threads, FaultThreads::PerCpu);
+        assert_eq!(
+            file("[runtime]\nfault_threads = \"one\"\n").unwrap().fault_threads,
+            FaultThreads::One
+        );
+        let e = file("[runtime]\nfault_threads = \"two\"\n").unwrap_err().to_string();
+        assert!(e.contains("fault_threads") && e.contains("per-cpu"), "{e}");
+    }
+
+    #[test]
     fn budgets_parse() {
         assert_eq!(Budget::parse("50%").unwrap(), Budget::Fraction(0.5));
         assert_eq!(Budget::parse("64M").unwrap(), Budget::Bytes(64 << 20));

@@ -59,6 +59,22 @@ fn stress_short_zero_mismatches() {
     assert!(s["forks"].as_u64().unwrap() >= 2, "{s}");
 }
 
+/// The single polling fault thread (`--fault-threads one`, the design before per-CPU
+/// threads, kept for machines where pinning is not wanted) under the same stress: every
+/// byte checked. (The default, per-CPU threads, runs in every other test here.)
+#[test]
+fn stress_with_one_fault_thread_zero_mismatches() {
+    let _h = heavy();
+    let (text, s) = stress_with(
+        &["--fault-threads", "one"],
+        "25%",
+        &["--mb", "16", "--threads", "4", "--seconds", "3", "--forks", "1"],
+        120,
+    );
+    eprintln!("{text}");
+    assert!(tier_faults(&s) > 1_000, "expected tier faults: {s}");
+}
+
 /// Lazy registration under the SLO controller: every region starts unregistered (the
 /// kernel serves its first touches), is adopted once a second old (registered, its pages
 /// read from the pagemap) while threads write it, fork, mremap and DONTNEED it, and is then

@@ -456,3 +456,30 @@ fn zeros(len: usize) -> *const u8 {
     debug_assert!(len <= FILL_CHUNK_PAGES * PAGE);
     base as *const u8
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::FaultThreads;
+
+    #[test]
+    fn per_cpu_fault_threads_cover_the_allowed_cpus_within_the_cap() {
+        let cpus = sys::allowed_cpus();
+        assert!(!cpus.is_empty(), "sched_getaffinity gave no CPU");
+        let per_cpu = fault_cpus(FaultThreads::PerCpu);
+        if (2..=FAULT_THREADS_MAX).contains(&cpus.len()) {
+            assert_eq!(per_cpu, cpus);
+        } else {
+            assert!(per_cpu.is_empty(), "one CPU or more than the cap: one unpinned thread");
+        }
+        assert!(fault_cpus(FaultThreads::One).is_empty());
+    }
+
+    #[test]
+    fn fault_threads_parse_both_spellings_and_refuse_others() {
+        assert_eq!("per-cpu".parse::<FaultThreads>(), Ok(FaultThreads::PerCpu));
+        assert_eq!("one".parse::<FaultThreads>(), Ok(FaultThreads::One));
+        let e = "two".parse::<FaultThreads>().unwrap_err();
+        assert!(e.contains("per-cpu") && e.contains("one"), "{e}");
+    }
+}
