@@ -160,8 +160,8 @@ pub fn allowed_cpus() -> Vec<usize> {
 /// Pin the calling thread to CPU `cpu`; false if the kernel refused (the CPU left the
 /// allowed set meanwhile): the thread then stays where it may run.
 pub fn pin_to_cpu(cpu: usize) -> bool {
-    // SAFETY: `set` is a zeroed local cpu_set_t of the size passed; `cpu` < CPU_SETSIZE
-    // (it came from `allowed_cpus`).
+    // `cpu` < CPU_SETSIZE: it came from `allowed_cpus`.
+    // SAFETY: `set` is a zeroed local cpu_set_t of the size passed, `cpu` within it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);

@@ -241,9 +241,11 @@ pub fn page_lost(addr: usize) {
          ending the program with SIGBUS rather than let it read wrong bytes"
     ));
     super::log::flush();
-    // SAFETY: the default action of SIGBUS, unblocked on this thread only and raised on it:
-    // the kernel ends the whole process (no handler of the program's runs on tiermem's
-    // thread, which would fault on the page again). `_exit` only if it somehow returns.
+    // The default action of SIGBUS, unblocked on this thread only and raised on it: the
+    // kernel ends the whole process (no handler of the program's runs on tiermem's thread,
+    // which would fault on the page again). `_exit` only if it somehow returns.
+    // No memory of the program's is touched.
+    // SAFETY: signal, pthread_sigmask, raise and _exit with a local sigset.
     unsafe {
         libc::signal(libc::SIGBUS, libc::SIG_DFL);
         let mut set: libc::sigset_t = std::mem::zeroed();
