@@ -376,10 +376,13 @@ fn stat_and_budget_on_a_running_program() {
     loop {
         let o = stat(&["--json"]);
         s = serde_json::from_slice(&o.stdout).unwrap();
-        // The budget in force, every region adopted (registered) and DRAM within it.
+        // The budget in force, every region adopted (registered) and DRAM within it. Pages
+        // a compressed tier refused as incompressible stay in DRAM over the budget by design
+        // (`incompressible_resident_bytes`, docs/runtime.md); CI saw 3 of them once.
+        let incompressible = s["incompressible_resident_bytes"].as_u64().unwrap_or(0);
         if s["budget"] == "8.0 MiB"
             && s["unregistered_bytes"].as_u64() == Some(0)
-            && s["resident_bytes"].as_u64().unwrap() <= 8 << 20
+            && s["resident_bytes"].as_u64().unwrap() <= (8 << 20) + incompressible
         {
             break;
         }
