@@ -64,7 +64,15 @@ fn main() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
+            // A value its parser refused (`--dram-budget 0`, `--fault-threads two`): one line
+            // naming the option and the fix, as every other bad input (tests/bad_inputs.rs).
+            if e.kind() == clap::error::ErrorKind::ValueValidation {
+                let text = e.render().to_string();
+                let line = text.lines().next().unwrap_or_default();
+                eprintln!("tiermem: {}", line.strip_prefix("error: ").unwrap_or(line));
+            } else {
+                let _ = e.print();
+            }
             std::process::exit(code);
         }
     };

@@ -3,7 +3,7 @@
 use clap::Args;
 use tiermem_core::config::Validate;
 use tiermem_core::{format_bytes, Error, ErrorKind, Result};
-use tiermem_linux::config::{Budget, RuntimeConfig};
+use tiermem_linux::config::{Budget, DramBudget, RuntimeConfig};
 use tiermem_linux::control::Control;
 use tiermem_linux::stats::Stats;
 
@@ -15,7 +15,7 @@ pub struct RunArgs {
     /// DRAM budget for the program's managed memory: a size (512M, 2G) or a percentage of
     /// its managed footprint (50%). Overrides the config file.
     #[arg(long)]
-    pub dram_budget: Option<String>,
+    pub dram_budget: Option<DramBudget>,
     /// Service level instead of a budget: `stall=1%` keeps the share of wall time the
     /// program stalls on tier faults under 1 % and offloads what stays cold (the default
     /// when neither --dram-budget nor --policy is given); `off` disables it. With
@@ -68,7 +68,7 @@ pub struct AttachArgs {
     /// DRAM budget: a size (512M, 2G) or a percentage of the process's present anonymous
     /// memory (50%). Overrides the config file.
     #[arg(long)]
-    pub dram_budget: Option<String>,
+    pub dram_budget: Option<DramBudget>,
     /// Placement policy under the budget guard, as for `tiermem run`.
     #[arg(long, value_name = "NAME")]
     pub policy: Option<String>,
@@ -111,7 +111,7 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
         None => RuntimeConfig::default(),
     };
     if let Some(b) = &a.dram_budget {
-        set_dram_budget(&mut cfg, b)?;
+        cfg.set_dram_budget(b.clone());
     }
     if let Some(slo) = &a.slo {
         tiermem_linux::config::parse_slo(slo).map_err(|e| Error::usage(format!("--slo: {e}")))?;
@@ -159,13 +159,6 @@ pub fn run_config(a: &RunArgs) -> Result<RuntimeConfig> {
         tiermem_linux::inject::parse(&spec).map_err(Error::usage)?;
     }
     Ok(cfg)
-}
-
-/// `--dram-budget SIZE|PCT`.
-fn set_dram_budget(cfg: &mut RuntimeConfig, b: &str) -> Result<()> {
-    Budget::parse(b).map_err(|e| Error::usage(format!("--dram-budget: {e}")))?;
-    cfg.set_dram_budget(b);
-    Ok(())
 }
 
 /// `--policy NAME[+colloid]`.
@@ -241,7 +234,7 @@ pub fn attach(a: AttachArgs) -> Result<()> {
         },
     };
     if let Some(b) = &a.dram_budget {
-        set_dram_budget(&mut cfg, b)?;
+        cfg.set_dram_budget(b.clone());
     }
     if let Some(p) = &a.policy {
         set_policy(&mut cfg, p)?;

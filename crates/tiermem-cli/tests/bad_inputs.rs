@@ -171,6 +171,11 @@ fn run_dram_budget_zero_or_huge_is_rejected() {
             tiermem().args(["run", "--dram-budget", b, "--", "/bin/true"]),
             &["--dram-budget", needle, "unlimited"],
         );
+        // Parsed by clap, before anything else (the pid is not looked at).
+        fails(
+            tiermem().args(["attach", "--dram-budget", b, "1"]),
+            &["--dram-budget", needle, "unlimited"],
+        );
     }
 }
 

@@ -74,6 +74,66 @@ impl Budget {
     }
 }
 
+impl std::str::FromStr for Budget {
+    type Err = String;
+    fn from_str(text: &str) -> std::result::Result<Budget, String> {
+        Budget::parse(text)
+    }
+}
+
+/// `dram_budget` / `--dram-budget`: the budget parsed once, where the config is read (the
+/// command line, the TOML file, the preload's `TIERMEM_CONFIG_JSON`), and the text it was
+/// parsed from, which is what is written back out (TOML, JSON), so the preload reads exactly
+/// what the user gave. A value that does not parse never becomes one: deserialising it fails
+/// with `Budget::parse`'s message at the field's path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct DramBudget {
+    text: String,
+    budget: Budget,
+}
+
+impl DramBudget {
+    /// The parsed budget.
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+    /// As the user wrote it.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+    /// `bytes` bytes (written as the plain number, which `Budget::parse` reads back).
+    pub fn from_bytes(bytes: u64) -> std::result::Result<DramBudget, String> {
+        bytes.to_string().parse()
+    }
+}
+
+impl std::str::FromStr for DramBudget {
+    type Err = String;
+    fn from_str(text: &str) -> std::result::Result<DramBudget, String> {
+        Ok(DramBudget {
+            budget: Budget::parse(text)?,
+            text: text.to_string(),
+        })
+    }
+}
+
+impl TryFrom<String> for DramBudget {
+    type Error = String;
+    fn try_from(text: String) -> std::result::Result<DramBudget, String> {
+        Ok(DramBudget {
+            budget: Budget::parse(&text)?,
+            text,
+        })
+    }
+}
+
+impl From<DramBudget> for String {
+    fn from(b: DramBudget) -> String {
+        b.text
+    }
+}
+
 /// MemTotal of /proc/meminfo, read once (None where it cannot be read).
 fn machine_memory_bytes() -> Option<u64> {
     static MEM: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
@@ -130,7 +190,7 @@ pub struct RuntimeConfig {
     /// Default: the DRAM tier's `capacity` when it has one, else unlimited. Giving both is
     /// an error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dram_budget: Option<String>,
+    pub dram_budget: Option<DramBudget>,
     /// The SLO controller (`tiermem_policies::slo`): `"stall=1%"` (a target share of wall
     /// time stalled on tier faults; more keys in `SloConfig::parse`) or `"off"`. Default:
     /// on at `stall=1%` when neither a budget nor a placement policy is given; with a
@@ -290,9 +350,6 @@ pub fn parse_slo(text: &str) -> std::result::Result<Option<SloConfig>, String> {
 impl Validate for RuntimeConfig {
     fn validate(&self, path: &str) -> Result<()> {
         let p = |f: &str| tiermem_core::config::join(path, f);
-        if let Some(b) = &self.dram_budget {
-            Budget::parse(b).map_err(|e| invalid(&p("dram_budget"), e))?;
-        }
         if let Some(s) = &self.slo {
             parse_slo(s).map_err(|e| invalid(&p("slo"), e))?;
         }
@@ -370,6 +427,26 @@ impl RuntimeConfig {
         cfg.validate("runtime")?;
         Ok(cfg)
     }
+    /// The config `tiermem run` hands the preload (`TIERMEM_CONFIG_JSON`, written by
+    /// `launch::command`), decoded and validated as a file is: a field that does not parse or
+    /// a value out of range is an error naming `TIERMEM_CONFIG_JSON.FIELD`, never a default
+    /// taken further down.
+    pub fn from_wire_json(text: &str) -> Result<RuntimeConfig> {
+        const WIRE: &str = "TIERMEM_CONFIG_JSON";
+        let mut de = serde_json::Deserializer::from_str(text);
+        let cfg: RuntimeConfig = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let msg = e.into_inner().to_string();
+            if path == "." || path.is_empty() {
+                invalid(WIRE, msg)
+            } else {
+                invalid(&format!("{WIRE}.{path}"), msg)
+            }
+        })?;
+        de.end().map_err(|e| invalid(WIRE, e.to_string()))?;
+        cfg.validate(WIRE)?;
+        Ok(cfg)
+    }
     /// A file's `[policy]` and `[colloid]` tables (beside `[runtime]`), where given.
     pub fn take_tables(&mut self, policy: Option<PolicyConfig>, colloid: Option<ColloidParams>) {
         if policy.is_some() {
@@ -393,7 +470,7 @@ impl RuntimeConfig {
     /// `dram_budget`, else the DRAM tier's capacity, else unlimited.
     pub fn budget(&self) -> Budget {
         if let Some(b) = &self.dram_budget {
-            return Budget::parse(b).unwrap_or(Budget::Unlimited);
+            return b.budget();
         }
         match self.tiers.first().and_then(|t| t.capacity.as_ref()) {
             Some(c) => c.bytes("").map(Budget::Bytes).unwrap_or(Budget::Unlimited),
@@ -499,8 +576,8 @@ impl RuntimeConfig {
     }
     /// Set the DRAM budget from the command line: it replaces the file's dram_budget and
     /// DRAM tier capacity.
-    pub fn set_dram_budget(&mut self, budget: &str) {
-        self.dram_budget = Some(budget.to_string());
+    pub fn set_dram_budget(&mut self, budget: DramBudget) {
+        self.dram_budget = Some(budget);
         if let Some(t) = self.tiers.first_mut() {
             t.capacity = None;
         }
@@ -631,7 +708,7 @@ mod tests {
             "{e}"
         );
         let mut c = c;
-        c.set_dram_budget("25%");
+        c.set_dram_budget("25%".parse().unwrap());
         c.validate("runtime").unwrap();
         assert_eq!(c.budget(), Budget::Fraction(0.25));
         assert_eq!(RuntimeConfig::default().budget(), Budget::Unlimited);
@@ -643,6 +720,58 @@ mod tests {
         assert_eq!(c.quantum_ns(), 2_500_000);
         assert_eq!(c.scan_period_ns(), 50_000_000);
         assert_eq!(RuntimeConfig::default().quantum_ns(), 20_000_000);
+    }
+    /// Issue 48 item 1: the budget is parsed once, where it is read; a bad one is an error
+    /// at its field, never `Unlimited` later (`budget()` used to re-parse it with
+    /// `.unwrap_or(Budget::Unlimited)`).
+    #[test]
+    fn dram_budget_is_parsed_where_it_is_read() {
+        for (text, want) in [
+            ("50%", Budget::Fraction(0.5)),
+            ("64M", Budget::Bytes(64 << 20)),
+            ("unlimited", Budget::Unlimited),
+        ] {
+            let c = file(&format!("[runtime]\ndram_budget = \"{text}\"\n")).unwrap();
+            assert_eq!(c.budget(), want, "{text}");
+            // Written back out as given: the preload reads the user's text.
+            let j = serde_json::to_value(&c).unwrap();
+            assert_eq!(j["dram_budget"], text);
+            let back: RuntimeConfig = serde_json::from_value(j).unwrap();
+            assert_eq!(back.dram_budget, c.dram_budget);
+        }
+        for (bad, needle) in [("0", "positive size"), ("150%", "at most 100"), ("lots", "unlimited")] {
+            let e = file(&format!("[runtime]\ndram_budget = \"{bad}\"\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("runtime.dram_budget") && e.contains(needle), "{bad}: {e}");
+            let e = serde_json::from_str::<RuntimeConfig>(&format!("{{\"dram_budget\": \"{bad}\"}}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+        assert_eq!(DramBudget::from_bytes(4096).unwrap().budget(), Budget::Bytes(4096));
+        assert!(DramBudget::from_bytes(0).is_err());
+    }
+    /// The preload's wire config is validated as a file is (it used to be decoded only).
+    #[test]
+    fn wire_json_is_validated() {
+        let c = RuntimeConfig::default();
+        let j = serde_json::to_string(&c).unwrap();
+        let back = RuntimeConfig::from_wire_json(&j).unwrap();
+        assert_eq!(back.tiers, c.tiers);
+        for (bad, field) in [
+            (r#"{"dram_budget": "0"}"#, "TIERMEM_CONFIG_JSON.dram_budget"),
+            (r#"{"quantum_ms": 0}"#, "TIERMEM_CONFIG_JSON.quantum_ms"),
+            (r#"{"telemetry": "pmu"}"#, "TIERMEM_CONFIG_JSON.telemetry"),
+            (r#"{"fault_around": "3KiB"}"#, "TIERMEM_CONFIG_JSON.fault_around"),
+            (r#"{"min_region": "1"}"#, "TIERMEM_CONFIG_JSON.min_region"),
+            (r#"{"qantum_ms": 5}"#, "TIERMEM_CONFIG_JSON"),
+            ("{not json", "TIERMEM_CONFIG_JSON"),
+        ] {
+            let e = RuntimeConfig::from_wire_json(bad).unwrap_err().to_string();
+            assert!(e.contains(field), "{bad}: {e}");
+            assert_eq!(e.lines().count(), 1, "{bad}: one line: {e}");
+        }
     }
     #[test]
     fn json_round_trip_for_the_preload() {

@@ -205,7 +205,7 @@ extern "C" fn init() {
     // any line (runtime/log.rs).
     runtime::log::from_env();
     let cfg: tiermem_linux::config::RuntimeConfig = match std::env::var("TIERMEM_CONFIG_JSON") {
-        Ok(j) => match serde_json::from_str(&j) {
+        Ok(j) => match tiermem_linux::config::RuntimeConfig::from_wire_json(&j) {
             Ok(c) => c,
             Err(e) => {
                 runtime::log::set_run_dir(&tiermem_linux::config::default_run_dir(), "0600");

@@ -1001,7 +1001,9 @@ fn fmt_measure(slo: Slo, v: f64) -> String {
 fn spawn(plan: &QosPlan, i: usize, budget: u64, cgroups: Option<&CpuCgroups>) -> Result<Child> {
     let t = &plan.file.tenants[i];
     let mut cfg = plan.file.runtime.clone();
-    cfg.set_dram_budget(&budget.to_string());
+    cfg.set_dram_budget(crate::config::DramBudget::from_bytes(budget).map_err(|e| {
+        Error::config(format!("tenant {}: DRAM budget of {budget} bytes: {e}", t.name))
+    })?);
     let mut cmd = crate::launch::command(&cfg, &t.command)?;
     if let Some(d) = &t.dir {
         cmd.current_dir(d);
