@@ -83,15 +83,20 @@ fn the_same_tier_table_parses_in_a_sim_and_a_runtime_config() {
         f.runtime.budget(),
         tiermem_linux::config::Budget::Bytes(32 << 30)
     );
-    let c = &f.runtime.compressed_tiers()[0];
+    let c = &f.runtime.compressed_tiers().unwrap()[0];
     assert_eq!(
         (
-            c.codec.as_str(),
-            c.allocator.as_str(),
-            c.backing.as_str(),
+            c.codec.name(),
+            c.allocator.name(),
+            c.backing,
             c.max_compressed_bytes
         ),
-        ("zstd:3", "z3fold", "dram", 3072)
+        (
+            "zstd:3".to_string(),
+            "z3fold",
+            tiermem_linux::pool::Backing::Memory,
+            3072
+        )
     );
     // One decode, two validations: the same Vec<TierConfig> under both backends.
     let both: Vec<TierConfig> = vec![r[0].clone(), r[1].clone()];

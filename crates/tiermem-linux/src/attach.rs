@@ -314,7 +314,7 @@ impl AttachBackend {
         let dram = numa::dram_node();
         let nodes = cfg.tier_nodes();
         let tier_node: Vec<u32> = nodes.iter().map(|n| n.unwrap_or(dram)).collect();
-        let specs = crate::backend::tier_specs(cfg);
+        let specs = crate::backend::tier_specs(cfg)?;
         let probe = (cfg.telemetry == "probe").then(|| {
             let p = Arc::new(Probe::new(&nodes, dram, cfg.quantum_ns()));
             let p2 = p.clone();

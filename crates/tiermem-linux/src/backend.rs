@@ -136,7 +136,7 @@ const SCAN_ADAPT_SAMPLES: u64 = 512;
 impl RuntimeBackend {
     pub fn new(rt: &'static Runtime) -> RuntimeBackend {
         // Capacities are not bounds here: the budget policy limits DRAM, pools grow.
-        let specs = tier_specs(&rt.cfg);
+        let specs = tier_specs(&rt.cfg).expect("Runtime::init parsed these compressed tiers");
         RuntimeBackend {
             rt,
             specs,
@@ -569,9 +569,10 @@ impl RuntimeBackend {
 /// this machine ([`crate::characterize::tier_fault_ns`]). With the schema's one default
 /// (10 µs) for every codec, TierScape's analytical policy saw five equally fast compressed
 /// tiers and put every compressed region in the densest (deflate, 3-4x lz4's fault time).
-pub(crate) fn tier_specs(cfg: &RuntimeConfig) -> Vec<TierSpec> {
-    let compressed = cfg.compressed_tiers();
-    cfg.tiers
+pub(crate) fn tier_specs(cfg: &RuntimeConfig) -> Result<Vec<TierSpec>> {
+    let compressed = cfg.compressed_tiers()?;
+    Ok(cfg
+        .tiers
         .iter()
         .map(|t| {
             let mut spec = node_tier_spec(t);
@@ -579,14 +580,14 @@ pub(crate) fn tier_specs(cfg: &RuntimeConfig) -> Vec<TierSpec> {
             if let (Some(c), None) = (c, t.unloaded_latency_ns) {
                 let max = c.max_compressed_bytes as usize;
                 if let Some(ns) =
-                    crate::characterize::tier_fault_ns(&c.codec, &c.allocator, &c.backing, max)
+                    crate::characterize::tier_fault_ns(&c.codec, c.allocator, c.backing, max)
                 {
                     spec.unloaded_latency_ns = ns;
                 }
             }
             spec
         })
-        .collect()
+        .collect())
 }
 
 /// A tier's spec; a node tier's latency and bandwidth, where the config leaves them out,

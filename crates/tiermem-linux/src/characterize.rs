@@ -141,23 +141,20 @@ const STARTUP_PAGES: usize = 64;
 
 /// A compressed tier's fault latency on this machine, measured as `tiers characterize`
 /// measures it (read from the pool, decompress into a fresh page; the fastest of 3
-/// passes) on [`STARTUP_PAGES`] pages of the built-in English-like corpus. `None` when a
-/// name does not parse or no page compresses below `max_compressed`. TierScape knows its
+/// passes) on [`STARTUP_PAGES`] pages of the built-in English-like corpus. `None` when no
+/// page compresses below `max_compressed`. TierScape knows its
 /// tiers' latencies from characterization before it places anything (§4.1, §6.3); the
 /// runtime measures its own tiers at start so that its policies see what each codec and
 /// allocator costs here, not one default for all.
 pub fn tier_fault_ns(
-    codec: &str,
-    allocator: &str,
-    backing: &str,
+    codec: &Codec,
+    allocator: AllocatorKind,
+    backing: Backing,
     max_compressed: usize,
 ) -> Option<f64> {
-    let codec = Codec::parse(codec).ok()?;
-    let allocator = AllocatorKind::parse(allocator).ok()?;
-    let backing = Backing::parse(backing).ok()?;
     let data = corpus(STARTUP_PAGES, 0.0, 1);
     let pages: Vec<&[u8]> = data.chunks(PAGE).collect();
-    let (stored, _, fault_ns, _) = measure(&pages, &codec, allocator, backing, max_compressed, 3)?;
+    let (stored, _, fault_ns, _) = measure(&pages, codec, allocator, backing, max_compressed, 3)?;
     (stored > 0).then_some(fault_ns)
 }
 
@@ -321,13 +318,16 @@ mod tests {
     fn a_runtime_tier_is_characterized_at_start_unless_nothing_would_be_stored() {
         for c in CODECS {
             for a in ALLOCATORS {
-                let ns = tier_fault_ns(c, a, "dram", 3072);
+                let codec = Codec::parse(c).unwrap();
+                let allocator = AllocatorKind::parse(a).unwrap();
+                let ns = tier_fault_ns(&codec, allocator, Backing::Memory, 3072);
                 assert!(ns.is_some_and(|ns| ns > 0.0 && ns.is_finite()), "{c} {a}: {ns:?}");
             }
         }
         // No text page compresses below 64 bytes: nothing is stored, nothing measured.
-        assert_eq!(tier_fault_ns("lz4", "zsmalloc", "dram", 64), None);
-        assert_eq!(tier_fault_ns("brotli", "zsmalloc", "dram", 3072), None);
-        assert_eq!(tier_fault_ns("lz4", "slab", "dram", 3072), None);
+        assert_eq!(
+            tier_fault_ns(&Codec::Lz4, AllocatorKind::Zsmalloc, Backing::Memory, 64),
+            None
+        );
     }
 }

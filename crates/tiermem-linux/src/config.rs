@@ -146,14 +146,14 @@ fn machine_memory_bytes() -> Option<u64> {
 }
 
 /// A compressed tier as the runtime realises it: a `kind = "compressed"` entry of
-/// `[[runtime.tiers]]` with its defaults filled in and `backing` resolved ("dram" when it
-/// names the DRAM tier).
+/// `[[runtime.tiers]]` with its defaults filled in, `backing` resolved ("dram" when it
+/// names the DRAM tier) and every name parsed (`RuntimeConfig::compressed_tiers`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompressedTier {
     pub name: String,
-    pub codec: String,
-    pub allocator: String,
-    pub backing: String,
+    pub codec: Codec,
+    pub allocator: AllocatorKind,
+    pub backing: Backing,
     /// A page whose compressed size is not below this many bytes stays resident.
     pub max_compressed_bytes: u64,
 }
@@ -375,23 +375,8 @@ impl Validate for RuntimeConfig {
                 format!("and {}[0].capacity both set the DRAM budget; keep one (dram_budget also takes a percentage, \"50%\")", p("tiers")),
             ));
         }
-        for (i, t) in self.tiers.iter().enumerate().skip(1) {
-            let tp = format!("{}[{i}]", p("tiers"));
-            let TierKind::Compressed {
-                codec,
-                allocator,
-                backing,
-            } = t.tier_kind(&tp)?
-            else {
-                continue;
-            };
-            Codec::parse(&codec).map_err(|e| invalid(&format!("{tp}.codec"), e))?;
-            AllocatorKind::parse(&allocator).map_err(|e| invalid(&format!("{tp}.allocator"), e))?;
-            Backing::parse(&self.resolve_backing(&backing))
-                .map_err(|e| invalid(&format!("{tp}.backing"), e))?;
-        }
-        crate::runtime::fault_around::FaultAround::parse(&self.fault_around)
-            .map_err(|e| invalid(&p("fault_around"), e))?;
+        self.compressed_tiers_at(path)?;
+        self.fault_around_at(path)?;
         crate::control::parse_stats_mode(&self.stats_mode)
             .map_err(|e| invalid(&p("stats_mode"), e))?;
         if let Some(pc) = &self.policy {
@@ -548,27 +533,44 @@ impl RuntimeConfig {
         }
         Ok(())
     }
-    /// The compressed tiers (runtime tiers 1, 2, ...), defaults filled in.
-    pub fn compressed_tiers(&self) -> Vec<CompressedTier> {
-        self.tiers
-            .iter()
-            .filter_map(|t| match t.tier_kind("") {
-                Ok(TierKind::Compressed {
-                    codec,
-                    allocator,
-                    backing,
-                }) => Some(CompressedTier {
-                    name: t.name.clone(),
-                    codec,
-                    allocator,
-                    backing: self.resolve_backing(&backing),
-                    max_compressed_bytes: t
-                        .max_compressed_bytes("")
-                        .unwrap_or(tiermem_core::tier::DEFAULT_MAX_COMPRESSED_BYTES),
-                }),
-                _ => None,
-            })
-            .collect()
+    /// The compressed tiers (runtime tiers 1, 2, ...), defaults filled in and every name
+    /// parsed: a codec, allocator or backing that does not parse is an error naming
+    /// `runtime.tiers[i].FIELD` (the runtime used to take lz4, zsmalloc or DRAM instead).
+    pub fn compressed_tiers(&self) -> Result<Vec<CompressedTier>> {
+        self.compressed_tiers_at("runtime")
+    }
+    fn compressed_tiers_at(&self, path: &str) -> Result<Vec<CompressedTier>> {
+        let mut out = Vec::new();
+        for (i, t) in self.tiers.iter().enumerate().skip(1) {
+            let tp = format!("{}[{i}]", tiermem_core::config::join(path, "tiers"));
+            let TierKind::Compressed {
+                codec,
+                allocator,
+                backing,
+            } = t.tier_kind(&tp)?
+            else {
+                continue;
+            };
+            out.push(CompressedTier {
+                name: t.name.clone(),
+                codec: Codec::parse(&codec).map_err(|e| invalid(&format!("{tp}.codec"), e))?,
+                allocator: AllocatorKind::parse(&allocator)
+                    .map_err(|e| invalid(&format!("{tp}.allocator"), e))?,
+                backing: Backing::parse(&self.resolve_backing(&backing))
+                    .map_err(|e| invalid(&format!("{tp}.backing"), e))?,
+                max_compressed_bytes: t.max_compressed_bytes(&tp)?,
+            });
+        }
+        Ok(out)
+    }
+    /// `fault_around` parsed; an error naming `runtime.fault_around` (the runtime used to
+    /// serve one page instead).
+    pub fn fault_around(&self) -> Result<crate::runtime::fault_around::FaultAround> {
+        self.fault_around_at("runtime")
+    }
+    fn fault_around_at(&self, path: &str) -> Result<crate::runtime::fault_around::FaultAround> {
+        crate::runtime::fault_around::FaultAround::parse(&self.fault_around)
+            .map_err(|e| invalid(&tiermem_core::config::join(path, "fault_around"), e))
     }
     /// The first compressed tier (where demotions go), for command-line overrides.
     pub fn first_compressed_mut(&mut self) -> Option<&mut TierConfig> {
@@ -670,7 +672,7 @@ mod tests {
         // The DRAM tier's name or "dram".
         for b in ["dram", "local"] {
             let c = file(&format!("[runtime]\n[[runtime.tiers]]\nname = \"local\"\nkind = \"dram\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nbacking = \"{b}\"\n")).unwrap();
-            assert_eq!(c.compressed_tiers()[0].backing, "dram");
+            assert_eq!(c.compressed_tiers().unwrap()[0].backing, Backing::Memory);
         }
     }
     #[test]
@@ -701,7 +703,7 @@ mod tests {
     fn dram_capacity_is_the_budget() {
         let c = file(&format!("{}capacity = \"512MiB\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\nmax_compressed = \"2KiB\"\n", DRAM)).unwrap();
         assert_eq!(c.budget(), Budget::Bytes(512 << 20));
-        assert_eq!(c.compressed_tiers()[0].max_compressed_bytes, 2048);
+        assert_eq!(c.compressed_tiers().unwrap()[0].max_compressed_bytes, 2048);
         let e = file("[runtime]\ndram_budget = \"50%\"\n[[runtime.tiers]]\nname = \"dram\"\nkind = \"dram\"\ncapacity = \"512MiB\"\n[[runtime.tiers]]\nname = \"z\"\nkind = \"compressed\"\n").unwrap_err().to_string();
         assert!(
             e.contains("runtime.dram_budget") && e.contains("runtime.tiers[0].capacity"),
@@ -739,18 +741,50 @@ mod tests {
             let back: RuntimeConfig = serde_json::from_value(j).unwrap();
             assert_eq!(back.dram_budget, c.dram_budget);
         }
-        for (bad, needle) in [("0", "positive size"), ("150%", "at most 100"), ("lots", "unlimited")] {
+        for (bad, needle) in [
+            ("0", "positive size"),
+            ("150%", "at most 100"),
+            ("lots", "unlimited"),
+        ] {
             let e = file(&format!("[runtime]\ndram_budget = \"{bad}\"\n"))
                 .unwrap_err()
                 .to_string();
-            assert!(e.contains("runtime.dram_budget") && e.contains(needle), "{bad}: {e}");
-            let e = serde_json::from_str::<RuntimeConfig>(&format!("{{\"dram_budget\": \"{bad}\"}}"))
-                .unwrap_err()
-                .to_string();
+            assert!(
+                e.contains("runtime.dram_budget") && e.contains(needle),
+                "{bad}: {e}"
+            );
+            let e =
+                serde_json::from_str::<RuntimeConfig>(&format!("{{\"dram_budget\": \"{bad}\"}}"))
+                    .unwrap_err()
+                    .to_string();
             assert!(e.contains(needle), "{bad}: {e}");
         }
-        assert_eq!(DramBudget::from_bytes(4096).unwrap().budget(), Budget::Bytes(4096));
+        assert_eq!(
+            DramBudget::from_bytes(4096).unwrap().budget(),
+            Budget::Bytes(4096)
+        );
         assert!(DramBudget::from_bytes(0).is_err());
+    }
+    /// A config that never went through `validate` (built in code) still cannot reach the
+    /// runtime with a name that does not parse: `Runtime::init` takes these typed values
+    /// and used to fall back to lz4, zsmalloc, DRAM backing and one-page fault-around.
+    #[test]
+    fn unvalidated_names_are_errors_not_defaults() {
+        let mut c = RuntimeConfig::default();
+        assert_eq!(c.compressed_tiers().unwrap()[0].codec, Codec::Lz4);
+        c.tiers[1].codec = Some("brotli".into());
+        let e = c.compressed_tiers().unwrap_err().to_string();
+        assert!(e.contains("runtime.tiers[1].codec") && e.contains("brotli"), "{e}");
+        let mut c = RuntimeConfig::default();
+        c.tiers[1].allocator = Some("slab".into());
+        let e = c.compressed_tiers().unwrap_err().to_string();
+        assert!(e.contains("runtime.tiers[1].allocator"), "{e}");
+        let c = RuntimeConfig {
+            fault_around: "3KiB".into(),
+            ..Default::default()
+        };
+        let e = c.fault_around().unwrap_err().to_string();
+        assert!(e.contains("runtime.fault_around"), "{e}");
     }
     /// The preload's wire config is validated as a file is (it used to be decoded only).
     #[test]
@@ -763,7 +797,10 @@ mod tests {
             (r#"{"dram_budget": "0"}"#, "TIERMEM_CONFIG_JSON.dram_budget"),
             (r#"{"quantum_ms": 0}"#, "TIERMEM_CONFIG_JSON.quantum_ms"),
             (r#"{"telemetry": "pmu"}"#, "TIERMEM_CONFIG_JSON.telemetry"),
-            (r#"{"fault_around": "3KiB"}"#, "TIERMEM_CONFIG_JSON.fault_around"),
+            (
+                r#"{"fault_around": "3KiB"}"#,
+                "TIERMEM_CONFIG_JSON.fault_around",
+            ),
             (r#"{"min_region": "1"}"#, "TIERMEM_CONFIG_JSON.min_region"),
             (r#"{"qantum_ms": 5}"#, "TIERMEM_CONFIG_JSON"),
             ("{not json", "TIERMEM_CONFIG_JSON"),

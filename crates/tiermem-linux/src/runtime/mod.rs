@@ -334,6 +334,13 @@ impl Runtime {
         }
         log::set_run_dir(&cfg.run_dir, &cfg.stats_mode);
         crate::inject::init_from_env().map_err(std::io::Error::other)?;
+        // The tiers' names and fault-around as types, before anything is mapped: a config
+        // that skipped `validate` is refused, never run on stand-in codecs or pools.
+        let bad_config = |e: tiermem_core::Error| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+        };
+        let compressed = cfg.compressed_tiers().map_err(bad_config)?;
+        let fault_around = cfg.fault_around().map_err(bad_config)?;
         let uffd = Uffd::open()?;
         let arena_bytes = (cfg.arena_bytes() as usize).min(16 << 40) & !(PAGE - 1);
         // Reserve 2 MiB more and trim, so the arena starts 2 MiB-aligned: a range move of
@@ -373,7 +380,6 @@ impl Runtime {
         unsafe { sys::madvise(staging, staging_bytes, libc::MADV_NOHUGEPAGE) };
         uffd.register(staging, staging_bytes)?;
         // Runtime tiers 1.. in config order: node tiers and compressed tiers.
-        let compressed = cfg.compressed_tiers();
         let nodes = cfg.tier_nodes();
         let tiers = cfg
             .tiers
@@ -381,16 +387,13 @@ impl Runtime {
             .enumerate()
             .skip(1)
             .map(|(k, t)| (compressed.iter().find(|c| c.name == t.name), nodes[k]))
+            // A node tier (no compressed tier of its name) has an empty pool it never uses.
             .map(|(c, node)| CTier {
                 node,
-                codec: c
-                    .and_then(|c| Codec::parse(&c.codec).ok())
-                    .unwrap_or(Codec::Lz4),
+                codec: c.map_or(Codec::Lz4, |c| c.codec),
                 pool: Pool::new(
-                    c.and_then(|c| AllocatorKind::parse(&c.allocator).ok())
-                        .unwrap_or(AllocatorKind::Zsmalloc),
-                    c.and_then(|c| Backing::parse(&c.backing).ok())
-                        .unwrap_or(Backing::Memory),
+                    c.map_or(AllocatorKind::Zsmalloc, |c| c.allocator),
+                    c.map_or(Backing::Memory, |c| c.backing),
                 ),
                 max_bytes: c.map(|c| c.max_compressed_bytes as usize).unwrap_or(0),
                 pages: 0,
@@ -444,8 +447,7 @@ impl Runtime {
             room_wait_ns: 0,
             thrash: Thrash::default(),
             granularity: fault_around::Granularity::new(
-                fault_around::FaultAround::parse(&cfg.fault_around)
-                    .unwrap_or(fault_around::FaultAround::Fixed { pages: 1 }),
+                fault_around,
                 &cfg.fault_around,
             ),
             evict_busy: 0,
