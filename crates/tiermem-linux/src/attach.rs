@@ -914,6 +914,60 @@ mod tests {
         unsafe { crate::sys::munmap(g, (pages + 2) * PAGE) };
     }
 
+    /// The `Backend` contract (issue 48 item 3): the snapshot's `quantum_ns` is the quantum
+    /// the engine advanced by (the policy's: HeMem's 10 ms), not the config's `quantum_ms`
+    /// (20 ms). Colloid's migration limit is a rate times `Snapshot.quantum_ns`
+    /// (tiermem-policies/src/colloid.rs), so the config's quantum doubled it here before
+    /// 3e91e8b. The same check over the runtime is tests/backend_quantum.rs.
+    #[test]
+    fn the_policy_sees_the_quantum_the_engine_advanced_by() {
+        use tiermem_core::capability::Needs;
+        struct Seen<P>(P, Vec<u64>);
+        impl<P: Policy> Policy for Seen<P> {
+            fn name(&self) -> String {
+                self.0.name()
+            }
+            fn tracker(&self) -> TrackerSpec {
+                self.0.tracker()
+            }
+            fn needs(&self) -> Needs {
+                self.0.needs()
+            }
+            fn quantum_ns(&self) -> u64 {
+                self.0.quantum_ns()
+            }
+            fn migration_limit_bytes(&self) -> Option<u64> {
+                self.0.migration_limit_bytes()
+            }
+            fn decide(&mut self, snap: &Snapshot<'_>) -> Plan {
+                self.1.push(snap.quantum_ns);
+                self.0.decide(snap)
+            }
+        }
+        static STOP: AtomicBool = AtomicBool::new(false);
+        let mut cfg = RuntimeConfig::default();
+        // One node here: the node tier is node 0 again (as in the scan test above).
+        cfg.tiers[1] = {
+            let mut t = tiermem_core::tier::TierConfig::dram("other");
+            t.kind = "node".into();
+            t.node = Some(numa::dram_node());
+            t
+        };
+        cfg.policy = tiermem_policies::PolicyConfig::default_for("hemem");
+        cfg.colloid = Some(Default::default());
+        let policy = crate::backend::build_policy(&cfg).unwrap();
+        assert_eq!(policy.name(), "hemem+colloid");
+        let (q, cfg_q) = (policy.quantum_ns(), cfg.quantum_ns());
+        assert_ne!(q, cfg_q, "the two quanta must differ for this test to mean anything");
+        let mut b = AttachBackend::new(std::process::id() as i32, &cfg, &STOP).unwrap();
+        let mut e = Engine::new(Seen(policy, Vec::new()), &mut b).unwrap();
+        e.step(&mut b).unwrap();
+        e.step(&mut b).unwrap();
+        // A run ending sooner than a quantum: the shortened quantum is the one reported.
+        e.step_within(&mut b, q / 4).unwrap();
+        assert_eq!(e.policy.1, [q, q, q / 4]);
+    }
+
     #[test]
     fn bad_pids_are_refused_in_one_line() {
         let e = preflight(i32::MAX - 7).unwrap_err();
